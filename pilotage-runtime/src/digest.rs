@@ -1,0 +1,31 @@
+//! Short, stable content digests for opaque tokens (guide versions, catalog versions, run ids).
+
+use sha2::{Digest, Sha256};
+
+/// `prefix` followed by the first 12 hex digits of the SHA-256 of `bytes`.
+pub fn token(prefix: &str, bytes: &[u8]) -> String {
+    let hash = Sha256::digest(bytes);
+    let mut out = String::with_capacity(prefix.len() + 12);
+    out.push_str(prefix);
+    for b in hash.iter().take(6) {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
+
+/// The canonical text of a JSON value: object keys sorted at every level, so two equal
+/// values always hash alike whatever their key order.
+pub fn canonical(v: &serde_json::Value) -> String {
+    fn sorted(v: &serde_json::Value) -> serde_json::Value {
+        match v {
+            serde_json::Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                serde_json::Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&m[k]))).collect())
+            }
+            serde_json::Value::Array(a) => serde_json::Value::Array(a.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    sorted(v).to_string()
+}

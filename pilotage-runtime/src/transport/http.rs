@@ -1,0 +1,473 @@
+//! Streamable HTTP endpoint built on rmcp's [`StreamableHttpService`].
+//!
+//! [`mcp_service`] returns an axum [`Router`] serving MCP at its root; mount
+//! it wherever you like (`Router::new().nest("/mcp", mcp_service(..))`).
+//! [`serve_http`] does that at `/mcp` and runs the server until ctrl-c.
+//!
+//! rmcp implements the Streamable HTTP spec strictly. An adapter in front of
+//! it fixes two interop gaps for POST requests:
+//!
+//! * **Plain-JSON clients.** rmcp answers `406 Not Acceptable` unless the
+//!   `Accept` header lists both `application/json` and `text/event-stream`,
+//!   and otherwise usually answers with an SSE stream. When a POST does not
+//!   accept `text/event-stream`, the adapter asks rmcp for both, reads the SSE
+//!   stream up to the first JSON-RPC response or error, and returns that as a
+//!   plain `application/json` body with status 200 (keeping `Mcp-Session-Id`
+//!   and the other headers). Clients that accept SSE get rmcp's response as is.
+//! * **Malformed JSON.** rmcp answers `415` with a text body when the POST body
+//!   is not JSON. The adapter answers HTTP 400 with a JSON-RPC `-32700` Parse
+//!   error instead. Bodies over 4 MiB get HTTP 413.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::ServerHandler;
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::parse_error;
+
+/// Largest accepted POST body (the same 4 MiB default rmcp uses).
+const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+const JSON_MIME: &str = "application/json";
+const SSE_MIME: &str = "text/event-stream";
+
+/// How the Streamable HTTP endpoint behaves.
+#[derive(Debug, Clone, Default)]
+pub struct HttpOptions {
+    /// `false` (the default): legacy protocol versions get `Mcp-Session-Id`
+    /// sessions, and the handler factory runs once per session.
+    /// `true`: no sessions; the factory runs once per request, and simple
+    /// responses are sent as `application/json` rather than SSE.
+    ///
+    /// Requests on protocol `2026-07-28` or later are served statelessly
+    /// either way, as that revision has no sessions.
+    pub stateless: bool,
+    /// Accepted `Host` header values (`"example.com"` or `"example.com:8080"`),
+    /// checked against DNS rebinding. `None` keeps rmcp's default of loopback
+    /// names only (`localhost`, `127.0.0.1`, `::1`); an empty list accepts any
+    /// host.
+    pub allowed_hosts: Option<Vec<String>>,
+}
+
+/// Builds an axum [`Router`] serving MCP Streamable HTTP (POST, GET and DELETE)
+/// at its root `/`, with a fresh handler from `factory` per session (or per
+/// request when stateless).
+///
+/// Mount it with `Router::new().nest("/mcp", mcp_service(factory, options))`.
+pub fn mcp_service<S, F>(factory: F, options: HttpOptions) -> Router
+where
+    F: Fn() -> S + Send + Sync + 'static,
+    S: ServerHandler,
+{
+    router(factory, options, CancellationToken::new())
+}
+
+/// Binds `addr`, serves [`mcp_service`] at `/mcp`, and runs until ctrl-c.
+///
+/// On ctrl-c, open sessions and SSE streams are closed and in-flight HTTP
+/// requests are allowed to finish before this returns `Ok(())`.
+pub async fn serve_http<S, F>(
+    factory: F,
+    addr: SocketAddr,
+    options: HttpOptions,
+) -> std::io::Result<()>
+where
+    F: Fn() -> S + Send + Sync + 'static,
+    S: ServerHandler,
+{
+    let shutdown = CancellationToken::new();
+    let app = Router::new().nest("/mcp", router(factory, options, shutdown.clone()));
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    tracing::info!(address = %listener.local_addr()?, "serving MCP over HTTP at /mcp");
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            if let Err(e) = tokio::signal::ctrl_c().await {
+                tracing::warn!(error = %e, "cannot listen for ctrl-c; serving until killed");
+                std::future::pending::<()>().await;
+            }
+            // Ends rmcp's sessions and long-lived SSE streams, so that the
+            // graceful shutdown does not wait on them forever.
+            shutdown.cancel();
+        })
+        .await
+}
+
+fn router<S, F>(factory: F, options: HttpOptions, shutdown: CancellationToken) -> Router
+where
+    F: Fn() -> S + Send + Sync + 'static,
+    S: ServerHandler,
+{
+    let mut config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(!options.stateless)
+        .with_json_response(options.stateless)
+        .with_max_request_body_bytes(MAX_BODY_BYTES)
+        .with_cancellation_token(shutdown);
+    if let Some(hosts) = options.allowed_hosts {
+        config = config.with_allowed_hosts(hosts);
+    }
+    let service = StreamableHttpService::new(
+        move || Ok(factory()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    Router::new()
+        .route_service("/", service)
+        .layer(axum::middleware::from_fn(adapt_post))
+}
+
+/// The interop adapter described in the module docs.
+async fn adapt_post(request: Request, next: Next) -> Response {
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let (mut parts, body) = request.into_parts();
+    let bytes = match Limited::new(body, MAX_BODY_BYTES).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.is::<LengthLimitError>() => {
+            let message = format!("Invalid Request: body exceeds {MAX_BODY_BYTES} bytes");
+            return json_error(StatusCode::PAYLOAD_TOO_LARGE, -32600, message);
+        }
+        Err(e) => {
+            let message = format!("Failed to read request body: {e}");
+            return (StatusCode::BAD_REQUEST, message).into_response();
+        }
+    };
+    if let Err(e) = serde_json::from_slice::<Value>(&bytes) {
+        return json_response(StatusCode::BAD_REQUEST, &parse_error(e));
+    }
+    let plain_json = !accepts_event_stream(&parts.headers);
+    if plain_json {
+        let both = HeaderValue::from_static("application/json, text/event-stream");
+        parts.headers.insert(header::ACCEPT, both);
+    }
+    let response = next
+        .run(Request::from_parts(parts, Body::from(bytes)))
+        .await;
+    if plain_json && has_essence(response.headers(), SSE_MIME) {
+        first_sse_response(response).await
+    } else {
+        response
+    }
+}
+
+/// Whether `Accept` lists `text/event-stream` with a non-zero quality.
+fn accepts_event_stream(headers: &HeaderMap) -> bool {
+    let is_zero_quality = |parameter: &str| {
+        parameter.split_once('=').is_some_and(|(name, value)| {
+            name.trim().eq_ignore_ascii_case("q") && value.trim().parse::<f32>() == Ok(0.0)
+        })
+    };
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|entry| {
+            let mut parameters = entry.split(';');
+            let essence = parameters.next().unwrap_or_default().trim();
+            essence.eq_ignore_ascii_case(SSE_MIME) && !parameters.any(is_zero_quality)
+        })
+}
+
+/// Whether the `Content-Type` media type (ignoring parameters) is `mime`.
+fn has_essence(headers: &HeaderMap, mime: &str) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case(mime))
+}
+
+/// Turns an SSE response into a plain JSON one holding its first JSON-RPC
+/// response or error; priming events, notifications and server requests are
+/// skipped.
+async fn first_sse_response(response: Response) -> Response {
+    let (mut parts, mut body) = response.into_parts();
+    let mut events = SseEvents::default();
+    let message = loop {
+        match body.frame().await {
+            Some(Ok(frame)) => {
+                if let Some(message) = frame.data_ref().and_then(|data| events.push(data)) {
+                    break Some(message);
+                }
+            }
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "MCP SSE stream failed before a response");
+                break None;
+            }
+            None => break None,
+        }
+    };
+    let Some(message) = message else {
+        let message = "Internal error: the server sent no response".to_owned();
+        return json_error(StatusCode::INTERNAL_SERVER_ERROR, -32603, message);
+    };
+    parts.status = StatusCode::OK;
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts
+        .headers
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(JSON_MIME));
+    Response::from_parts(parts, Body::from(message))
+}
+
+/// Incremental SSE parser that yields the data of JSON-RPC responses/errors.
+#[derive(Default)]
+struct SseEvents {
+    /// Bytes of the current, not yet terminated, line.
+    line: Vec<u8>,
+    /// The `data` of the current event, if any `data:` line was seen.
+    data: Option<String>,
+}
+
+impl SseEvents {
+    /// Feeds a chunk; returns the first completed event carrying a response.
+    fn push(&mut self, chunk: &[u8]) -> Option<String> {
+        for &byte in chunk {
+            if byte != b'\n' {
+                self.line.push(byte);
+                continue;
+            }
+            let line = std::mem::take(&mut self.line);
+            let line = String::from_utf8_lossy(line.strip_suffix(b"\r").unwrap_or(&line));
+            if line.is_empty() {
+                // A blank line ends the event.
+                match self.data.take() {
+                    Some(data) if is_jsonrpc_response(&data) => return Some(data),
+                    _ => continue,
+                }
+            }
+            if let Some(value) = line.strip_prefix("data:") {
+                let value = value.strip_prefix(' ').unwrap_or(value);
+                match &mut self.data {
+                    Some(data) => {
+                        data.push('\n');
+                        data.push_str(value);
+                    }
+                    None => self.data = Some(value.to_owned()),
+                }
+            }
+            // `id:`, `event:`, `retry:` and `:` comments do not matter here.
+        }
+        None
+    }
+}
+
+/// Whether `data` is a JSON-RPC response or error (not a request/notification).
+fn is_jsonrpc_response(data: &str) -> bool {
+    serde_json::from_str::<Value>(data).is_ok_and(|message| {
+        message.get("method").is_none()
+            && message.get("id").is_some()
+            && (message.get("result").is_some() || message.get("error").is_some())
+    })
+}
+
+fn json_response(status: StatusCode, body: &Value) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, JSON_MIME)],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+fn json_error(status: StatusCode, code: i64, message: String) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
+    json_response(status, &body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Bytes;
+    use http_body_util::Full;
+    use hyper::body::Incoming;
+    use hyper_util::rt::TokioIo;
+    use rmcp::model::{ServerCapabilities, ServerConfig};
+    use std::time::Duration;
+
+    /// A server with the tools capability and no tools.
+    struct Trivial;
+
+    impl ServerHandler for Trivial {
+        fn get_info(&self) -> ServerConfig {
+            ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        }
+    }
+
+    const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"0"}}}"#;
+    const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    const TOOLS_LIST: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+
+    /// Starts a server with the endpoint nested at `/mcp`.
+    async fn start(options: HttpOptions) -> SocketAddr {
+        let app = Router::new().nest("/mcp", mcp_service(|| Trivial, options));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        addr
+    }
+
+    /// POSTs `body` to `/mcp` with `Content-Type: application/json`.
+    async fn post(addr: SocketAddr, headers: &[(&str, &str)], body: &str) -> Response<Incoming> {
+        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        let mut request = hyper::Request::post("/mcp")
+            .header(header::HOST, addr.to_string())
+            .header(header::CONTENT_TYPE, JSON_MIME);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let request = request
+            .body(Full::new(Bytes::from(body.to_owned())))
+            .unwrap();
+        sender.send_request(request).await.unwrap()
+    }
+
+    async fn json_body(response: Response<Incoming>) -> Value {
+        assert!(has_essence(response.headers(), JSON_MIME), "{response:?}");
+        let bytes = tokio::time::timeout(Duration::from_secs(5), response.into_body().collect())
+            .await
+            .expect("body within 5 s")
+            .unwrap()
+            .to_bytes();
+        serde_json::from_slice(&bytes).expect("body is JSON")
+    }
+
+    #[tokio::test]
+    async fn plain_json_client_gets_json_bodies_and_a_session() {
+        let addr = start(HttpOptions::default()).await;
+
+        let response = post(addr, &[], INITIALIZE).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        let session = response.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let reply = json_body(response).await;
+        assert_eq!(reply["id"], 1);
+        assert_eq!(reply["result"]["protocolVersion"], "2025-06-18");
+
+        let session_header = [("mcp-session-id", session.as_str())];
+        let response = post(addr, &session_header, INITIALIZED).await;
+        assert_eq!(response.status(), StatusCode::ACCEPTED);
+
+        for accept in ["application/json", "*/*"] {
+            let headers = [("mcp-session-id", session.as_str()), ("accept", accept)];
+            let response = post(addr, &headers, TOOLS_LIST).await;
+            assert_eq!(response.status(), StatusCode::OK);
+            assert_eq!(
+                json_body(response).await,
+                json!({"jsonrpc":"2.0","id":2,"result":{"tools":[]}})
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn malformed_body_gets_parse_error() {
+        let addr = start(HttpOptions::default()).await;
+        let response = post(addr, &[], "{not json").await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+        let reply = json_body(response).await;
+        assert_eq!(reply["jsonrpc"], "2.0");
+        assert_eq!(reply["id"], Value::Null);
+        assert_eq!(reply["error"]["code"], -32700);
+        let message = reply["error"]["message"].as_str().unwrap();
+        assert!(message.starts_with("Parse error: "), "{message}");
+    }
+
+    #[tokio::test]
+    async fn oversized_body_gets_413() {
+        let addr = start(HttpOptions::default()).await;
+        let body = format!("\"{}\"", "x".repeat(MAX_BODY_BYTES));
+        let response = post(addr, &[], &body).await;
+        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(json_body(response).await["error"]["code"], -32600);
+    }
+
+    #[tokio::test]
+    async fn sse_client_still_gets_sse() {
+        let addr = start(HttpOptions::default()).await;
+        let accept = [("accept", "application/json, text/event-stream")];
+        let response = post(addr, &accept, INITIALIZE).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        assert!(has_essence(response.headers(), SSE_MIME), "{response:?}");
+        assert!(response.headers().contains_key("mcp-session-id"));
+        let mut body = response.into_body();
+        let mut events = SseEvents::default();
+        let reply = tokio::time::timeout(Duration::from_secs(5), async {
+            loop {
+                let frame = body.frame().await.expect("stream open").unwrap();
+                if let Some(data) = frame.data_ref().and_then(|data| events.push(data)) {
+                    break data;
+                }
+            }
+        })
+        .await
+        .expect("a response event within 5 s");
+        let reply: Value = serde_json::from_str(&reply).unwrap();
+        assert_eq!(reply["id"], 1);
+    }
+
+    #[tokio::test]
+    async fn stateless_mode_answers_without_a_session() {
+        let addr = start(HttpOptions {
+            stateless: true,
+            allowed_hosts: None,
+        })
+        .await;
+        let response = post(addr, &[], TOOLS_LIST).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        assert!(!response.headers().contains_key("mcp-session-id"));
+        assert_eq!(
+            json_body(response).await,
+            json!({"jsonrpc":"2.0","id":2,"result":{"tools":[]}})
+        );
+    }
+
+    #[test]
+    fn accept_parsing() {
+        let accepts = |value: &'static str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::ACCEPT, HeaderValue::from_static(value));
+            accepts_event_stream(&headers)
+        };
+        assert!(accepts("application/json, text/event-stream"));
+        assert!(accepts("Text/Event-Stream;q=0.5"));
+        assert!(!accepts("text/event-stream;q=0"));
+        assert!(!accepts("application/json"));
+        assert!(!accepts("*/*"));
+        assert!(!accepts_event_stream(&HeaderMap::new()));
+    }
+
+    #[test]
+    fn sse_parser_skips_priming_and_notifications() {
+        let mut events = SseEvents::default();
+        let stream = concat!(
+            "id: 0\r\nretry: 3000\r\ndata:\r\n\r\n",
+            ": keep-alive\n\n",
+            "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\n",
+            "data: {\"jsonrpc\":\"2.0\",\n",
+            "data: \"id\":7,\"result\":{}}\n\n",
+        );
+        let (head, tail) = stream.as_bytes().split_at(40);
+        assert_eq!(events.push(head), None);
+        let data = events.push(tail).expect("the response event");
+        assert_eq!(
+            serde_json::from_str::<Value>(&data).unwrap(),
+            json!({"jsonrpc":"2.0","id":7,"result":{}})
+        );
+    }
+}
