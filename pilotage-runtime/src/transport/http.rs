@@ -142,9 +142,11 @@ async fn adapt_post(request: Request, next: Next) -> Response {
             return (StatusCode::BAD_REQUEST, message).into_response();
         }
     };
-    if let Err(e) = serde_json::from_slice::<Value>(&bytes) {
-        return json_response(StatusCode::BAD_REQUEST, &parse_error(e));
-    }
+    let id = match serde_json::from_slice::<Value>(&bytes) {
+        Ok(v) => v.get("id").cloned().unwrap_or(Value::Null),
+        Err(e) => return json_response(StatusCode::BAD_REQUEST, &parse_error(e)),
+    };
+    let json_body = has_essence(&parts.headers, JSON_MIME);
     let plain_json = !accepts_event_stream(&parts.headers);
     if plain_json {
         let both = HeaderValue::from_static("application/json, text/event-stream");
@@ -153,6 +155,12 @@ async fn adapt_post(request: Request, next: Next) -> Response {
     let response = next
         .run(Request::from_parts(parts, Body::from(bytes)))
         .await;
+    if json_body && response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        // JSON that is not a JSON-RPC message: rmcp answers 415 with text; the carrier
+        // channel for it is -32600 Invalid Request.
+        let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32600, "message": "Invalid Request: not a JSON-RPC 2.0 message"}});
+        return json_response(StatusCode::BAD_REQUEST, &error);
+    }
     if plain_json && has_essence(response.headers(), SSE_MIME) {
         first_sse_response(response).await
     } else {
