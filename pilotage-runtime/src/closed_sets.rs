@@ -121,6 +121,9 @@ pub struct KindMember {
 pub trait EntryKind: Copy + Send + Sync + 'static {
     /// Every kind.
     const MEMBERS: &'static [KindMember];
+    /// The kind promoted programs are exposed as (`#[kind(promoted)]`), if the Language has
+    /// promoted programs. It is callable.
+    const PROMOTED: Option<&'static str> = None;
     /// Wire name.
     fn wire(self) -> &'static str;
     /// Whether entries of this kind are callable.
@@ -152,6 +155,8 @@ pub struct ClosedSets {
     pub statuses: Vec<StatusMember>,
     /// Entry kinds.
     pub kinds: Vec<KindMember>,
+    /// The promoted-program kind, when the Language has promoted programs.
+    pub promoted: Option<&'static str>,
 }
 
 impl ClosedSets {
@@ -162,6 +167,7 @@ impl ClosedSets {
             risks: R::MEMBERS.to_vec(),
             statuses: all_statuses::<S>(),
             kinds: K::MEMBERS.to_vec(),
+            promoted: K::PROMOTED,
         }
     }
 

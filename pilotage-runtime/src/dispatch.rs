@@ -18,6 +18,7 @@ use crate::errors::{ErrorKind, RequestError};
 use crate::execute::{ExecuteRequest, ExecuteResponse, Outcome, Recorder};
 use crate::guides;
 use crate::idempotency::Claim;
+use crate::promotion::{Promoted, Promotion};
 use crate::language::{ExecutionMode, Retention, TraceLevel};
 use crate::server::{LangInfo, Shared};
 use crate::session::Session;
@@ -33,6 +34,7 @@ pub(crate) enum Route {
     Validate(usize),
     Execute(usize),
     Trace(usize),
+    Promote(usize),
     Plain(usize),
 }
 
@@ -121,9 +123,10 @@ pub(crate) async fn call(
             let text = format!("run {}: {}", v.run_id, v.outcome.status());
             Reply::value(&v, text)
         }),
+        Route::Promote(l) => promote(shared, session, l, &args).await,
         Route::Plain(l) => plain(session, l, name, &args),
     };
-    if cfg!(debug_assertions) && !matches!(entry.route, Route::Plain(_)) {
+    if cfg!(debug_assertions) && !matches!(entry.route, Route::Plain(_) | Route::Promote(_)) {
         if let Some(fault) = entry.output.iter_errors(reply.structured()).next() {
             tracing::error!(tool = name, %fault, "result does not match the advertised outputSchema");
             return Ok(Reply::error(RequestError::internal(format!(
@@ -347,7 +350,7 @@ fn refused(run_id: String, outcome: Outcome, diagnostics: Option<Vec<Diagnostic>
 
 /// The request members that passed well-formedness (step 1 of Part II §6.5.2).
 struct WellFormed<'a> {
-    program: &'a Value,
+    runnable: Runnable<'a>,
     ceiling: TraceLevel,
     effective_level: Option<TraceLevel>,
     test_run: bool,
@@ -362,7 +365,7 @@ const REFUSALS: [&str; 3] = ["validation_error", "catalog_drift", "promotion_dri
 /// returns the recorded response of the first Run without further processing.
 async fn execute(shared: &Shared, session: &Session, l: usize, args: &Map<String, Value>) -> Outcome2<ExecuteResponse> {
     let info = &shared.langs[l];
-    let checked = well_formed(info, args)?;
+    let checked = well_formed(info, session, l, args)?;
     let key = match args.get("idempotency_key") {
         Some(Value::String(k)) if info.effective.declares_sub(SubFeature::Idempotency) => k,
         _ => return run_checked(shared, session, l, args, checked).await,
@@ -392,7 +395,13 @@ async fn execute(shared: &Shared, session: &Session, l: usize, args: &Map<String
     }
 }
 
-fn well_formed<'a>(info: &LangInfo, args: &'a Map<String, Value>) -> Outcome2<WellFormed<'a>> {
+/// The runnable of an execute request.
+enum Runnable<'a> {
+    Inline(&'a Value),
+    Promoted(Arc<Promoted>),
+}
+
+fn well_formed<'a>(info: &LangInfo, session: &Session, l: usize, args: &'a Map<String, Value>) -> Outcome2<WellFormed<'a>> {
     let spec = info.spec;
     let caps = &info.effective;
     let program = args.get(spec.program_argument);
@@ -409,15 +418,18 @@ fn well_formed<'a>(info: &LangInfo, args: &'a Map<String, Value>) -> Outcome2<We
                 spec.program_argument
             )))
         }
-        (None, Some(r)) => {
-            return Err(RequestError::not_found(format!(
-                "unknown program_ref '{}'",
-                r.as_str().unwrap_or_default()
-            )))
-        }
-        (Some(_), None) => {}
+        _ => {}
     }
-    let program = program.unwrap_or(&Value::Null);
+    let runnable = match (program, args.get("program_ref")) {
+        (Some(p), _) => Runnable::Inline(p),
+        (_, r) => {
+            let reference = r.and_then(Value::as_str).unwrap_or_default();
+            match session.promoted(l, reference) {
+                Some(p) if spec.sets.promoted.is_some() => Runnable::Promoted(p),
+                _ => return Err(RequestError::not_found(format!("unknown program_ref '{reference}'"))),
+            }
+        }
+    };
     let ceiling = spec.trace.unwrap_or(TraceLevel::Summary);
     let requested = match str_arg(args, "trace_level") {
         None => Some(ceiling),
@@ -477,7 +489,7 @@ fn well_formed<'a>(info: &LangInfo, args: &'a Map<String, Value>) -> Outcome2<We
         )));
     }
     Ok(WellFormed {
-        program,
+        runnable,
         ceiling,
         effective_level,
         test_run,
@@ -499,7 +511,7 @@ async fn run_checked(
     let spec = info.spec;
     let caps = &info.effective;
     let WellFormed {
-        program,
+        runnable,
         ceiling,
         effective_level,
         test_run,
@@ -519,20 +531,49 @@ async fn run_checked(
             return Ok(refused(run_id, Outcome::failure("catalog_drift", "catalog version mismatch"), None));
         }
     }
-    // 3. Re-validation, exactly as validate.
+    // 3. Re-validation (inline) or the promotion-baseline check (program_ref); 4. input
+    // binding of a promoted program against its entry's input_schema.
     let context = args.get("context");
-    let verdict = run_validation(info, session, l, program, context).await?;
-    if !verdict.valid {
-        return Ok(refused(
-            run_id,
-            Outcome::failure("validation_error", "the program failed validation"),
-            Some(verdict.diagnostics),
-        ));
-    }
-    // 4-5. Input binding and execution.
+    let program = match runnable {
+        Runnable::Inline(program) => {
+            let verdict = run_validation(info, session, l, program, context).await?;
+            if !verdict.valid {
+                return Ok(refused(
+                    run_id,
+                    Outcome::failure("validation_error", "the program failed validation"),
+                    Some(verdict.diagnostics),
+                ));
+            }
+            Arc::new(program.clone())
+        }
+        Runnable::Promoted(p) => {
+            let drifted = snapshot.as_deref().map(|s| p.drift(s)).unwrap_or_default();
+            if !drifted.is_empty() {
+                return Ok(refused(
+                    run_id,
+                    Outcome::failure(
+                        "promotion_drift",
+                        format!("referenced entries changed since promotion: {}; promote the program again", drifted.join(", ")),
+                    ),
+                    None,
+                ));
+            }
+            let mut findings = validate::check_context(info.context_validator.as_ref(), context);
+            findings.extend(p.bind_input(args.get("input")));
+            if !findings.is_empty() {
+                return Ok(refused(
+                    run_id,
+                    Outcome::failure("validation_error", "the input or context failed binding"),
+                    Some(findings),
+                ));
+            }
+            p.body.clone()
+        }
+    };
+    // 5. Execution.
     let request = ExecuteRequest {
         run_id: run_id.clone(),
-        program: Arc::new(program.clone()),
+        program,
         input: args.get("input").map(|v| Arc::new(v.clone())),
         context: context.map(|v| Arc::new(v.clone())),
         catalog: snapshot,
@@ -667,5 +708,47 @@ fn plain(session: &Session, l: usize, name: &str, args: &Map<String, Value>) -> 
             is_error: true,
         },
         None => Reply::error(RequestError::internal(format!("engine has no tool {name}"))),
+    }
+}
+
+/// The promote tool: validate the body exactly as validate does, then store it immutably.
+async fn promote(shared: &Shared, session: &Session, l: usize, args: &Map<String, Value>) -> Reply {
+    let info = &shared.langs[l];
+    let Some(kind) = info.spec.sets.promoted else {
+        return Reply::error(RequestError::internal("this Language has no promoted kind"));
+    };
+    let program = args.get(info.spec.program_argument).unwrap_or(&Value::Null);
+    let verdict = match run_validation(info, session, l, program, args.get("context")).await {
+        Ok(v) => v,
+        Err(e) => return Reply::error(e),
+    };
+    let (true, Some(plan), Some(snapshot)) = (verdict.valid, verdict.plan.as_ref(), session.snapshot(l)) else {
+        let n = verdict.diagnostics.len();
+        return Reply {
+            structured: serde_json::json!({"promoted": false, "diagnostics": verdict.diagnostics}),
+            text: format!("not promoted: the program is invalid ({n} diagnostic(s))"),
+            is_error: true,
+        };
+    };
+    let promotion = Promotion {
+        kind,
+        body: program,
+        plan,
+        name: str_arg(args, "name").unwrap_or_default().to_owned(),
+        description: str_arg(args, "description").map(str::to_owned),
+        input_schema: args.get("input_schema").cloned(),
+        language: info.spec.name,
+    };
+    match Promoted::new(promotion, &snapshot).map(|p| session.promote(l, p)) {
+        Ok(Some(p)) => {
+            let version = session.snapshot(l).map(|s| s.version().to_owned()).unwrap_or_default();
+            Reply {
+                text: format!("promoted as {}", p.entry.id),
+                structured: serde_json::json!({"program_ref": p.entry.id, "entry": p.entry, "catalog_version": version}),
+                is_error: false,
+            }
+        }
+        Ok(None) => Reply::error(RequestError::internal("no promotion table for this Language")),
+        Err(e) => Reply::error(RequestError::invalid(e)),
     }
 }

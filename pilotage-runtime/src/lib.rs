@@ -16,6 +16,7 @@ pub mod execute;
 pub mod guides;
 pub mod language;
 pub mod manifest;
+pub mod promotion;
 pub mod risk;
 pub mod schema;
 pub mod server;
@@ -47,11 +48,12 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::capabilities::{Capability, CapabilityDeclaration, SubFeature};
+    pub use crate::catalog::CatalogSnapshot;
     pub use crate::closed_sets::{
         ClosedSets, DiagnosticCode, EntryKind, KindMember, NoKind, NoStatus, RiskLevel,
         RiskMember, RunStatus, StatusMember,
     };
-    pub use crate::execute::{ExecuteRequest, FinishCore, Recorder, Run};
+    pub use crate::execute::{ExecuteRequest, Finish, FinishCore, Recorder, Run};
     pub use crate::guides::{GuideLevel, GuideSource};
     pub use crate::language::{
         Caller, Engine, ExecutionMode, LanguageSpec, Limits, LocatorDialect, LoopTools,

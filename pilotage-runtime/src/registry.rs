@@ -117,6 +117,7 @@ pub(crate) fn build(langs: &[LangInfo]) -> Result<Vec<ToolEntry>, String> {
     for (i, l) in langs.iter().enumerate() {
         let spec = l.spec;
         let decl = json!({"argument": spec.program_argument, "language": spec.name});
+        let decl = &decl;
         tools.push(entry(
             spec.tools.validate.name,
             with_doc(
@@ -154,7 +155,7 @@ pub(crate) fn build(langs: &[LangInfo]) -> Result<Vec<ToolEntry>, String> {
                 schema::execute_output(),
                 annotations(max.read_only, destructive, open_world),
                 Route::Execute(i),
-                Some(decl),
+                Some(decl.clone()),
             )?);
         }
         if let (true, Some(t)) = (l.effective.declares(Capability::TraceFetch), &spec.tools.trace) {
@@ -175,6 +176,25 @@ pub(crate) fn build(langs: &[LangInfo]) -> Result<Vec<ToolEntry>, String> {
                 None,
             )?);
         }
+        if let (Some(kind), true) = (spec.sets.promoted, l.effective.declares(Capability::Plan)) {
+            let family = spec.name.split('/').next().unwrap_or(spec.name);
+            let mut e = entry(
+                &promote_tool_name(spec.name),
+                format!(
+                    "Promote a valid {} program (argument `{}`) so it can be run later by reference: stores the body immutably and \
+                     exposes it in the catalog as a `{kind}` entry whose id is the program_ref, with its input_schema and the body's risk. \
+                     Not part of the {family} loop; an invalid program is refused with its diagnostics.",
+                    spec.name, spec.program_argument
+                ),
+                schema::promote_input(spec),
+                json!({"type": "object"}),
+                annotations(false, false, false),
+                Route::Promote(i),
+                Some(decl.clone()),
+            )?;
+            e.tool.output_schema = None;
+            tools.push(e);
+        }
         for p in &spec.plain_tools {
             let mut e = entry(
                 p.name,
@@ -190,4 +210,16 @@ pub(crate) fn build(langs: &[LangInfo]) -> Result<Vec<ToolEntry>, String> {
         }
     }
     Ok(tools)
+}
+
+/// The promote tool's name for Language `name`: `promote_<family>`.
+pub(crate) fn promote_tool_name(name: &str) -> String {
+    let family: String = name
+        .split('/')
+        .next()
+        .unwrap_or(name)
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+        .collect();
+    format!("promote_{family}")
 }

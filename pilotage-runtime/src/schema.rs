@@ -70,6 +70,9 @@ pub fn validate_input(spec: &LanguageSpec) -> Value {
 pub fn execute_input(spec: &LanguageSpec, caps: &CapabilityDeclaration) -> Value {
     let mut p = Map::new();
     p.insert(spec.program_argument.to_owned(), json!({}));
+    if spec.sets.promoted.is_some() {
+        p.insert("program_ref".into(), json!({"type": "string"}));
+    }
     p.insert("input".into(), json!({"type": "object"}));
     p.insert("context".into(), json!({}));
     p.insert("trace_level".into(), json!({"type": "string"}));
@@ -141,4 +144,18 @@ pub fn execute_output() -> Value {
 /// `outputSchema` of a trace-fetch tool.
 pub fn trace_output() -> Value {
     union(|g| vec![of::<TraceFetchResponse>(g), of::<RequestError>(g)])
+}
+
+/// The promote tool of a Language with promoted programs.
+pub fn promote_input(spec: &LanguageSpec) -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            spec.program_argument: {},
+            "name": {"type": "string"},
+            "description": {"type": "string"},
+            "input_schema": {"type": "object"}
+        },
+        "required": [spec.program_argument, "name"]
+    })
 }

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::catalog::{CatalogSnapshot, History};
 use crate::language::{Caller, Engine};
+use crate::promotion::{Promoted, Promotions};
 use crate::trace::MemoryRunStore;
 
 pub(crate) struct Session {
@@ -12,22 +13,27 @@ pub(crate) struct Session {
     pub engines: Vec<Arc<dyn Engine>>,
     pub runs: MemoryRunStore,
     histories: Vec<Mutex<History>>,
+    promotions: Vec<Mutex<Promotions>>,
 }
 
 impl Session {
     pub fn new(caller: Caller, engines: Vec<Arc<dyn Engine>>) -> Self {
         let histories = engines.iter().map(|_| Mutex::new(History::default())).collect();
+        let promotions = engines.iter().map(|_| Mutex::new(Promotions::default())).collect();
         Session {
             caller,
             engines,
             runs: MemoryRunStore::default(),
             histories,
+            promotions,
         }
     }
 
-    /// The caller's current snapshot of Language `lang`, remembered for `changed_since`.
+    /// The caller's current snapshot of Language `lang` (the engine's entries plus this
+    /// session's promoted programs), remembered for `changed_since`.
     pub fn snapshot(&self, lang: usize) -> Option<Arc<CatalogSnapshot>> {
-        let snap = self.engines.get(lang)?.catalog_snapshot(&self.caller)?;
+        let engine = self.engines.get(lang)?.catalog_snapshot(&self.caller)?;
+        let snap = self.promotions.get(lang)?.lock().unwrap_or_else(|p| p.into_inner()).merge(engine);
         if let Some(h) = self.histories.get(lang) {
             h.lock().unwrap_or_else(|p| p.into_inner()).remember(&snap);
         }
@@ -38,5 +44,13 @@ impl Session {
         self.histories
             .get(lang)
             .map(|h| h.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    pub fn promote(&self, lang: usize, p: Promoted) -> Option<Arc<Promoted>> {
+        Some(self.promotions.get(lang)?.lock().unwrap_or_else(|p| p.into_inner()).add(p))
+    }
+
+    pub fn promoted(&self, lang: usize, reference: &str) -> Option<Arc<Promoted>> {
+        self.promotions.get(lang)?.lock().unwrap_or_else(|p| p.into_inner()).get(reference)
     }
 }
