@@ -692,7 +692,11 @@ fn fetch(shared: &Shared, session: &Session, l: usize, args: &Map<String, Value>
         _ => session.runs.get(run_id),
     }
     .filter(|r| r.language == info.spec.name);
-    trace::fetch(record, &session.caller.id, requested)
+    let mut response = trace::fetch(record, &session.caller.id, requested)?;
+    if info.effective.declares_sub(SubFeature::Narrate) {
+        response.narration = session.engines[l].narrate(&response, str_arg(args, "question"));
+    }
+    Ok(response)
 }
 
 fn plain(session: &Session, l: usize, name: &str, args: &Map<String, Value>) -> Reply {

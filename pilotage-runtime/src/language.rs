@@ -15,6 +15,7 @@ use crate::catalog::CatalogSnapshot;
 use crate::closed_sets::ClosedSets;
 use crate::execute::{ExecuteRequest, FinishCore, Recorder};
 use crate::guides::GuideSource;
+use crate::trace::TraceFetchResponse;
 use crate::validate::{ValidateRequest, ValidationCore};
 
 /// Who is asking. Every engine call receives it so visibility, hints and catalog tokens are
@@ -267,6 +268,13 @@ pub trait Engine: Send + Sync + 'static {
         request: &'a ExecuteRequest,
         recorder: Recorder,
     ) -> BoxFuture<'a, FinishCore>;
+
+    /// Optional prose about a fetched run (`trace_fetch.narrate`), answering `question` when
+    /// given. Narration is interpretation beside the facts, never instead of them.
+    fn narrate(&self, run: &TraceFetchResponse, question: Option<&str>) -> Option<String> {
+        let _ = (run, question);
+        None
+    }
 
     /// Call a plain tool by name; `None` when this engine has no such tool.
     fn call_plain_tool(
