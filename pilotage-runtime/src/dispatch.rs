@@ -25,14 +25,21 @@ use crate::session::Session;
 use crate::trace::{self, RunRecord, RunStore, Trace};
 use crate::validate::{self, Derivation, Diagnostic, ValidateRequest, ValidateResponse};
 
+/// A loop stage served by a (possibly shared) tool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stage {
+    Validate,
+    Execute,
+}
+
 /// Where a tool name leads.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) enum Route {
     Manifest,
     Guide,
     Catalog,
-    Validate(usize),
-    Execute(usize),
+    /// A validate or execute tool and the Languages it serves (several when shared).
+    Loop(Stage, Vec<usize>),
     Trace(usize),
     Promote(usize),
     Plain(usize),
@@ -107,24 +114,27 @@ pub(crate) async fn call(
     let Value::Object(args) = as_value else {
         return Err(McpError::invalid_params("arguments must be an object", None));
     };
-    let reply = match entry.route {
+    let reply = match &entry.route {
         Route::Manifest => Reply::value(&*shared.manifest, shared.manifest_summary.clone()),
         Route::Guide => guide(shared, &args),
         Route::Catalog => catalog(shared, session, &args),
-        Route::Validate(l) => reply(validate(shared, session, l, &args).await, |v| {
-            let text = validate_summary(&v);
-            Reply::value(&v, text)
-        }),
-        Route::Execute(l) => reply(execute(shared, session, l, &args).await, |v| {
-            let text = execute_summary(&v);
-            Reply::value(&v, text)
-        }),
-        Route::Trace(l) => reply(fetch(shared, session, l, &args), |v| {
+        Route::Loop(stage, langs) => match (select(shared, langs, &args), stage) {
+            (Err(e), _) => Reply::error(e),
+            (Ok(l), Stage::Validate) => reply(validate(shared, session, l, &args).await, |v| {
+                let text = validate_summary(&v);
+                Reply::value(&v, text)
+            }),
+            (Ok(l), Stage::Execute) => reply(execute(shared, session, l, &args).await, |v| {
+                let text = execute_summary(&v);
+                Reply::value(&v, text)
+            }),
+        },
+        Route::Trace(l) => reply(fetch(shared, session, *l, &args), |v| {
             let text = format!("run {}: {}", v.run_id, v.outcome.status());
             Reply::value(&v, text)
         }),
-        Route::Promote(l) => promote(shared, session, l, &args).await,
-        Route::Plain(l) => plain(session, l, name, &args),
+        Route::Promote(l) => promote(shared, session, *l, &args).await,
+        Route::Plain(l) => plain(session, *l, name, &args),
     };
     if cfg!(debug_assertions) && !matches!(entry.route, Route::Plain(_) | Route::Promote(_)) {
         if let Some(fault) = entry.output.iter_errors(reply.structured()).next() {
@@ -135,6 +145,32 @@ pub(crate) async fn call(
         }
     }
     Ok(reply)
+}
+
+/// The Language a loop tool call is for: the tool's only Language, or, on a shared tool, the
+/// one whose program argument is present (exactly one must be).
+fn select(shared: &Shared, langs: &[usize], args: &Map<String, Value>) -> Outcome2<usize> {
+    if let [only] = langs {
+        return Ok(*only);
+    }
+    let present: Vec<usize> = langs
+        .iter()
+        .copied()
+        .filter(|l| args.contains_key(shared.langs[*l].spec.program_argument))
+        .collect();
+    match present.as_slice() {
+        [one] => Ok(*one),
+        _ => {
+            let choices: Vec<String> = langs
+                .iter()
+                .map(|l| format!("`{}` ({})", shared.langs[*l].spec.program_argument, shared.langs[*l].spec.name))
+                .collect();
+            Err(RequestError::invalid(format!(
+                "this tool serves several Languages: supply exactly one program argument of {}",
+                choices.join(", ")
+            )))
+        }
+    }
 }
 
 fn language<'s>(shared: &'s Shared, args: &Map<String, Value>) -> Outcome2<(usize, &'s LangInfo)> {

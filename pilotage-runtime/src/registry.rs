@@ -8,9 +8,8 @@ use rmcp::model::{JsonObject, MetaObject, Tool, ToolAnnotations};
 use serde_json::{json, Value};
 
 use crate::capabilities::Capability;
-use crate::dispatch::Route;
+use crate::dispatch::{Route, Stage};
 use crate::manifest::{CATALOG_TOOL, EXTENSION_ID, GUIDE_TOOL, MANIFEST_TOOL};
-use crate::risk::RiskHints;
 use crate::schema;
 use crate::server::LangInfo;
 
@@ -114,50 +113,11 @@ pub(crate) fn build(langs: &[LangInfo]) -> Result<Vec<ToolEntry>, String> {
             None,
         )?);
     }
+    tools.extend(loop_tools(langs)?);
     for (i, l) in langs.iter().enumerate() {
         let spec = l.spec;
         let decl = json!({"argument": spec.program_argument, "language": spec.name});
         let decl = &decl;
-        tools.push(entry(
-            spec.tools.validate.name,
-            with_doc(
-                format!(
-                    "Validate stage for Language {}: checks a program (argument `{}`) without side effects and returns closed diagnostics; \
-                     a valid program also gets its plan with risk. Invalid programs are results, not errors.",
-                    spec.name, spec.program_argument
-                ),
-                spec.tools.validate.doc,
-            ),
-            schema::validate_input(spec),
-            schema::validate_output(),
-            annotations(true, false, false),
-            Route::Validate(i),
-            Some(decl.clone()),
-        )?);
-        if let (true, Some(t)) = (l.effective.declares(Capability::Execute), &spec.tools.execute) {
-            let max = RiskHints::aggregate(spec.sets.risks.iter().map(|r| RiskHints {
-                read_only: r.hints.read_only,
-                ..RiskHints::aggregate([])
-            }));
-            let destructive = spec.sets.risks.iter().any(|r| r.hints.destructive);
-            let open_world = spec.sets.risks.iter().any(|r| r.hints.open_world);
-            tools.push(entry(
-                t.name,
-                with_doc(
-                    format!(
-                        "Execute stage for Language {}: runs a program (argument `{}`) after re-validating it and returns its outcome, \
-                         output and trace. Pass the catalog_version from validation as expected_catalog_version.",
-                        spec.name, spec.program_argument
-                    ),
-                    t.doc,
-                ),
-                schema::execute_input(spec, &l.effective),
-                schema::execute_output(),
-                annotations(max.read_only, destructive, open_world),
-                Route::Execute(i),
-                Some(decl.clone()),
-            )?);
-        }
         if let (true, Some(t)) = (l.effective.declares(Capability::TraceFetch), &spec.tools.trace) {
             tools.push(entry(
                 t.name,
@@ -222,4 +182,100 @@ pub(crate) fn promote_tool_name(name: &str) -> String {
         .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
         .collect();
     format!("promote_{family}")
+}
+
+/// The validate and execute tools. Languages may share one only through distinct
+/// program-bearing arguments (Part III §4.3): the shared tool then declares a `languages`
+/// array, requires none of its program arguments, and selects the Language by the argument
+/// present.
+fn loop_tools(langs: &[LangInfo]) -> Result<Vec<ToolEntry>, String> {
+    let mut groups: Vec<(&'static str, Stage, Vec<usize>, String)> = Vec::new();
+    for (i, l) in langs.iter().enumerate() {
+        let spec = l.spec;
+        let mut stages = vec![(spec.tools.validate.name, Stage::Validate, spec.tools.validate.doc)];
+        if let (true, Some(t)) = (l.effective.declares(Capability::Execute), &spec.tools.execute) {
+            stages.push((t.name, Stage::Execute, t.doc));
+        }
+        for (name, stage, doc) in stages {
+            match groups.iter_mut().find(|g| g.0 == name) {
+                Some(g) if g.1 != stage => {
+                    return Err(format!("tool `{name}` cannot serve two stages: each Language names its own tools"))
+                }
+                Some(g) => {
+                    if let Some(other) = g.2.iter().find(|o| langs[**o].spec.program_argument == spec.program_argument) {
+                        return Err(format!(
+                            "Languages {} and {} share tool `{name}` through the same program argument `{}`: shared loop tools need distinct program arguments (Part III §4.3)",
+                            langs[*other].spec.name, spec.name, spec.program_argument
+                        ));
+                    }
+                    g.2.push(i);
+                    if !doc.trim().is_empty() {
+                        g.3 = format!("{}\n\n{}", g.3, doc.trim()).trim().to_owned();
+                    }
+                }
+                None => groups.push((name, stage, vec![i], doc.trim().to_owned())),
+            }
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(name, stage, members, doc)| {
+            let names: Vec<&str> = members.iter().map(|m| langs[*m].spec.name).collect();
+            let args: Vec<String> = members.iter().map(|m| format!("`{}`", langs[*m].spec.program_argument)).collect();
+            let (which, args) = (names.join(", "), args.join(" or "));
+            let decl = if members.len() == 1 {
+                json!({"argument": langs[members[0]].spec.program_argument, "language": names[0]})
+            } else {
+                json!({"languages": members.iter().map(|m| json!({"argument": langs[*m].spec.program_argument, "language": langs[*m].spec.name})).collect::<Vec<_>>()})
+            };
+            let shared = members.len() > 1;
+            let pick = if shared { " Supply exactly one program argument: it selects the Language." } else { "" };
+            let (description, input, output, ann) = match stage {
+                Stage::Validate => (
+                    format!(
+                        "Validate stage for Language {which}: checks a program (argument {args}) without side effects and returns closed diagnostics; \
+                         a valid program also gets its plan with risk. Invalid programs are results, not errors.{pick}"
+                    ),
+                    merge_inputs(members.iter().map(|m| schema::validate_input(langs[*m].spec)), shared),
+                    schema::validate_output(),
+                    annotations(true, false, false),
+                ),
+                Stage::Execute => {
+                    let risks = || members.iter().flat_map(|m| langs[*m].spec.sets.risks.iter());
+                    (
+                        format!(
+                            "Execute stage for Language {which}: runs a program (argument {args}) after re-validating it and returns its outcome, \
+                             output and trace. Pass the catalog_version from validation as expected_catalog_version.{pick}"
+                        ),
+                        merge_inputs(members.iter().map(|m| schema::execute_input(langs[*m].spec, &langs[*m].effective)), shared),
+                        schema::execute_output(),
+                        annotations(
+                            risks().all(|r| r.hints.read_only),
+                            risks().any(|r| r.hints.destructive),
+                            risks().any(|r| r.hints.open_world),
+                        ),
+                    )
+                }
+            };
+            entry(name, with_doc(description, &doc), input, output, ann, Route::Loop(stage, members), Some(decl))
+        })
+        .collect()
+}
+
+/// One Language's input schema as is; several merged (union of properties, nothing required).
+fn merge_inputs(schemas: impl Iterator<Item = Value>, shared: bool) -> Value {
+    let mut properties = serde_json::Map::new();
+    let mut single = None;
+    for s in schemas {
+        if let Some(Value::Object(p)) = s.get("properties") {
+            for (k, v) in p {
+                properties.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+        single = Some(s);
+    }
+    match (shared, single) {
+        (false, Some(s)) => s,
+        _ => json!({"type": "object", "properties": properties}),
+    }
 }
