@@ -243,10 +243,7 @@ impl CapabilityDeclaration {
 
     /// Whether `c` is declared: present and not `false`.
     pub fn declares(&self, c: Capability) -> bool {
-        matches!(
-            self.get(c),
-            Some(CapabilityValue::Flag(true)) | Some(CapabilityValue::Settings(_))
-        )
+        matches!(self.get(c), Some(CapabilityValue::Flag(true)) | Some(CapabilityValue::Settings(_)))
     }
 
     /// Whether a sub-feature is declared: parent declared and its own value `true`.
@@ -262,10 +259,7 @@ impl CapabilityDeclaration {
     pub fn effective(server: Option<&CapabilityDeclaration>, language: &CapabilityDeclaration) -> Self {
         let mut out = CapabilityDeclaration::new();
         for c in Capability::ALL {
-            let v = language
-                .get(c)
-                .or_else(|| server.and_then(|s| s.get(c)))
-                .cloned();
+            let v = language.get(c).or_else(|| server.and_then(|s| s.get(c))).cloned();
             *out.slot(c) = v;
         }
         out
@@ -276,10 +270,7 @@ impl CapabilityDeclaration {
         let mut out = Vec::new();
         for floor in [Capability::Guides, Capability::Validate] {
             if !self.declares(floor) {
-                out.push(format!(
-                    "the minimum capability floor requires `{}`",
-                    floor.as_str()
-                ));
+                out.push(format!("the minimum capability floor requires `{}`", floor.as_str()));
             }
         }
         for c in Capability::ALL {

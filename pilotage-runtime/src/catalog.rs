@@ -86,9 +86,7 @@ impl CatalogEntry {
             kind: kind.wire().to_owned(),
             name: name.into(),
             description: None,
-            input_schema: kind
-                .callable()
-                .then(|| serde_json::json!({"type": "object"})),
+            input_schema: kind.callable().then(|| serde_json::json!({"type": "object"})),
             output_schema: None,
             risk: risk.wire().to_owned(),
             risk_hints: risk.hints(),
@@ -152,10 +150,7 @@ impl CatalogSnapshot {
         entries.dedup_by(|b, a| a.id == b.id);
         let forms: Vec<Value> = entries.iter().map(CatalogEntry::versioned_form).collect();
         let bytes = serde_json::to_vec(&forms).unwrap_or_default();
-        CatalogSnapshot {
-            version: crate::digest::token("cv_", &bytes),
-            entries,
-        }
+        CatalogSnapshot { version: crate::digest::token("cv_", &bytes), entries }
     }
     /// The `catalog_version` token.
     pub fn version(&self) -> &str {
@@ -167,10 +162,7 @@ impl CatalogSnapshot {
     }
     /// The entry `id`, by binary search.
     pub fn get(&self, id: &str) -> Option<&CatalogEntry> {
-        self.entries
-            .binary_search_by(|e| e.id.as_str().cmp(id))
-            .ok()
-            .map(|i| &self.entries[i])
+        self.entries.binary_search_by(|e| e.id.as_str().cmp(id)).ok().map(|i| &self.entries[i])
     }
     /// Visible ids closest to `name` by edit distance (at most `max`, distance ≤ 3), for hints.
     /// Only entries in this (caller-scoped) snapshot can ever be suggested.
@@ -295,10 +287,8 @@ pub fn list(snapshot: &CatalogSnapshot, query: &ListQuery<'_>) -> Result<Catalog
         None => 0,
         Some(c) => {
             let Some(after) = c.strip_prefix(CURSOR_PREFIX) else {
-                return Err(RequestError::invalid(
-                    "unknown cursor: pass `next_cursor` back unchanged",
-                )
-                .with_catalog_version(snapshot.version()));
+                return Err(RequestError::invalid("unknown cursor: pass `next_cursor` back unchanged")
+                    .with_catalog_version(snapshot.version()));
             };
             snapshot.entries.partition_point(|e| e.id.as_str() <= after)
         }
@@ -316,20 +306,13 @@ pub fn list(snapshot: &CatalogSnapshot, query: &ListQuery<'_>) -> Result<Catalog
         }
         items.push(e.clone());
     }
-    Ok(CatalogList {
-        items,
-        next_cursor,
-        catalog_version: snapshot.version().to_owned(),
-    })
+    Ok(CatalogList { items, next_cursor, catalog_version: snapshot.version().to_owned() })
 }
 
 /// `get`: one entry, or `not_found` that still carries the token.
 pub fn get(snapshot: &CatalogSnapshot, id: &str) -> Result<CatalogGet, RequestError> {
     match snapshot.get(id) {
-        Some(e) => Ok(CatalogGet {
-            entry: e.clone(),
-            catalog_version: snapshot.version().to_owned(),
-        }),
+        Some(e) => Ok(CatalogGet { entry: e.clone(), catalog_version: snapshot.version().to_owned() }),
         None => Err(RequestError::not_found(format!("unknown catalog entry '{id}'"))
             .with_catalog_version(snapshot.version())),
     }
@@ -370,16 +353,10 @@ impl History {
             )
             .with_catalog_version(current.version()));
         };
-        let before: BTreeMap<&str, Value> = old
-            .entries
-            .iter()
-            .map(|e| (e.id.as_str(), e.versioned_form()))
-            .collect();
-        let after: BTreeMap<&str, Value> = current
-            .entries
-            .iter()
-            .map(|e| (e.id.as_str(), e.versioned_form()))
-            .collect();
+        let before: BTreeMap<&str, Value> =
+            old.entries.iter().map(|e| (e.id.as_str(), e.versioned_form())).collect();
+        let after: BTreeMap<&str, Value> =
+            current.entries.iter().map(|e| (e.id.as_str(), e.versioned_form())).collect();
         let mut changes = Vec::new();
         for (id, form) in &after {
             match before.get(id) {
@@ -396,10 +373,7 @@ impl History {
             catalog_version: current.version().to_owned(),
             changes: changes
                 .into_iter()
-                .map(|(id, change)| CatalogChange {
-                    id: (*id).to_owned(),
-                    change,
-                })
+                .map(|(id, change)| CatalogChange { id: (*id).to_owned(), change })
                 .collect(),
         })
     }

@@ -73,11 +73,7 @@ pub struct StatusMember {
 impl StatusMember {
     /// A member.
     pub const fn new(name: &'static str, ok: bool, side_effects: bool) -> Self {
-        StatusMember {
-            name,
-            ok,
-            side_effects,
-        }
+        StatusMember { name, ok, side_effects }
     }
 }
 

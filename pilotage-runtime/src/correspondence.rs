@@ -30,11 +30,8 @@ pub fn check(plan: &Plan, trace: &Trace, completed: bool) -> Result<(), Vec<Stri
     let mut problems = Vec::new();
     let by_id: BTreeMap<&str, &crate::validate::PlanStep> =
         plan.steps.iter().map(|s| (s.id.as_str(), s)).collect();
-    let branches: BTreeSet<&str> = plan
-        .steps
-        .iter()
-        .filter_map(|s| s.arm.as_ref().map(|a| a.branch.as_str()))
-        .collect();
+    let branches: BTreeSet<&str> =
+        plan.steps.iter().filter_map(|s| s.arm.as_ref().map(|a| a.branch.as_str())).collect();
     let entries: Vec<_> = trace.steps.iter().filter(|s| !s.id.contains('/')).collect();
 
     let mut taken: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
@@ -54,9 +51,9 @@ pub fn check(plan: &Plan, trace: &Trace, completed: bool) -> Result<(), Vec<Stri
         .iter()
         .filter(|s| match (&s.arm, &s.in_loop) {
             (None, None) => true,
-            (Some(arm), _) => taken
-                .get(arm.branch.as_str())
-                .is_some_and(|labels| labels.contains(arm.label.as_str())),
+            (Some(arm), _) => {
+                taken.get(arm.branch.as_str()).is_some_and(|labels| labels.contains(arm.label.as_str()))
+            }
             (None, Some(l)) => iterated.contains(l.as_str()),
         })
         .map(|s| s.id.as_str())

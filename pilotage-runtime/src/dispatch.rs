@@ -18,8 +18,8 @@ use crate::errors::{ErrorKind, RequestError};
 use crate::execute::{ExecuteRequest, ExecuteResponse, Outcome, Recorder};
 use crate::guides;
 use crate::idempotency::Claim;
-use crate::promotion::{Promoted, Promotion};
 use crate::language::{ExecutionMode, Retention, TraceLevel};
+use crate::promotion::{Promoted, Promotion};
 use crate::server::{LangInfo, Shared};
 use crate::session::Session;
 use crate::trace::{self, RunRecord, RunStore, Trace};
@@ -153,17 +153,16 @@ fn select(shared: &Shared, langs: &[usize], args: &Map<String, Value>) -> Outcom
     if let [only] = langs {
         return Ok(*only);
     }
-    let present: Vec<usize> = langs
-        .iter()
-        .copied()
-        .filter(|l| args.contains_key(shared.langs[*l].spec.program_argument))
-        .collect();
+    let present: Vec<usize> =
+        langs.iter().copied().filter(|l| args.contains_key(shared.langs[*l].spec.program_argument)).collect();
     match present.as_slice() {
         [one] => Ok(*one),
         _ => {
             let choices: Vec<String> = langs
                 .iter()
-                .map(|l| format!("`{}` ({})", shared.langs[*l].spec.program_argument, shared.langs[*l].spec.name))
+                .map(|l| {
+                    format!("`{}` ({})", shared.langs[*l].spec.program_argument, shared.langs[*l].spec.name)
+                })
                 .collect();
             Err(RequestError::invalid(format!(
                 "this tool serves several Languages: supply exactly one program argument of {}",
@@ -175,15 +174,10 @@ fn select(shared: &Shared, langs: &[usize], args: &Map<String, Value>) -> Outcom
 
 fn language<'s>(shared: &'s Shared, args: &Map<String, Value>) -> Outcome2<(usize, &'s LangInfo)> {
     let name = str_arg(args, "language").unwrap_or_default();
-    shared
-        .langs
-        .iter()
-        .enumerate()
-        .find(|(_, l)| l.spec.name == name)
-        .ok_or_else(|| {
-            let names: Vec<&str> = shared.langs.iter().map(|l| l.spec.name).collect();
-            RequestError::not_found(format!("unknown language '{name}'; languages: {}", names.join(", ")))
-        })
+    shared.langs.iter().enumerate().find(|(_, l)| l.spec.name == name).ok_or_else(|| {
+        let names: Vec<&str> = shared.langs.iter().map(|l| l.spec.name).collect();
+        RequestError::not_found(format!("unknown language '{name}'; languages: {}", names.join(", ")))
+    })
 }
 
 fn guide(shared: &Shared, args: &Map<String, Value>) -> Reply {
@@ -231,7 +225,10 @@ fn catalog(shared: &Shared, session: &Session, args: &Map<String, Value>) -> Rep
     };
     if let Some(m) = CATALOG_MEMBERS.iter().find(|m| args.contains_key(**m) && !allowed.contains(m)) {
         let why = if *m == "q" && verb == "list" {
-            format!("{} does not declare catalog.search: filter with `kind` or `tag` instead of `q`", info.spec.name)
+            format!(
+                "{} does not declare catalog.search: filter with `kind` or `tag` instead of `q`",
+                info.spec.name
+            )
         } else {
             format!("`{m}` does not apply to verb `{verb}` (it takes: {})", allowed.join(", "))
         };
@@ -255,7 +252,9 @@ fn catalog(shared: &Shared, session: &Session, args: &Map<String, Value>) -> Rep
             })
         }
         "get" => match str_arg(args, "id") {
-            None => Reply::error(RequestError::invalid("verb `get` requires `id`").with_catalog_version(snap.version())),
+            None => Reply::error(
+                RequestError::invalid("verb `get` requires `id`").with_catalog_version(snap.version()),
+            ),
             Some(id) => reply(catalog::get(&snap, id), |v| {
                 let text = format!("{} ({})", v.entry.id, v.entry.kind);
                 Reply::value(&v, text)
@@ -314,7 +313,11 @@ async fn run_validation(
     }
     let context_findings = validate::check_context(info.context_validator.as_ref(), context);
     let snapshot = if info.effective.declares(Capability::Catalog) {
-        Some(session.snapshot(l).ok_or_else(|| RequestError::internal("the engine returned no catalog snapshot"))?)
+        Some(
+            session
+                .snapshot(l)
+                .ok_or_else(|| RequestError::internal("the engine returned no catalog snapshot"))?,
+        )
     } else {
         None
     };
@@ -333,7 +336,10 @@ async fn run_validation(
                 format!("validation exceeded its time bound of {:?}", limits.validate_time),
             ))
         }
-        Ok(Err(join)) => return Err(RequestError::internal(format!("the validator failed: {join}"))),
+        Ok(Err(join)) => {
+            tracing::error!(language = info.spec.name, error = %join, "the validator failed");
+            return Err(RequestError::internal("the validator failed; the program was not judged"));
+        }
         Ok(Ok(core)) => core,
     };
     Ok(validate::derive(
@@ -347,7 +353,12 @@ async fn run_validation(
     ))
 }
 
-async fn validate(shared: &Shared, session: &Session, l: usize, args: &Map<String, Value>) -> Outcome2<ValidateResponse> {
+async fn validate(
+    shared: &Shared,
+    session: &Session,
+    l: usize,
+    args: &Map<String, Value>,
+) -> Outcome2<ValidateResponse> {
     let info = &shared.langs[l];
     let program = args.get(info.spec.program_argument).unwrap_or(&Value::Null);
     run_validation(info, session, l, program, args.get("context")).await
@@ -375,13 +386,7 @@ fn new_run_id() -> String {
 }
 
 fn refused(run_id: String, outcome: Outcome, diagnostics: Option<Vec<Diagnostic>>) -> ExecuteResponse {
-    ExecuteResponse {
-        run_id,
-        outcome,
-        output: None,
-        diagnostics,
-        trace: None,
-    }
+    ExecuteResponse { run_id, outcome, output: None, diagnostics, trace: None }
 }
 
 /// The request members that passed well-formedness (step 1 of Part II §6.5.2).
@@ -399,7 +404,12 @@ const REFUSALS: [&str; 3] = ["validation_error", "catalog_drift", "promotion_dri
 
 /// The execute processing order of Part II §6.5.2, with idempotency around it: a replay
 /// returns the recorded response of the first Run without further processing.
-async fn execute(shared: &Shared, session: &Session, l: usize, args: &Map<String, Value>) -> Outcome2<ExecuteResponse> {
+async fn execute(
+    shared: &Shared,
+    session: &Session,
+    l: usize,
+    args: &Map<String, Value>,
+) -> Outcome2<ExecuteResponse> {
     let info = &shared.langs[l];
     let checked = well_formed(info, session, l, args)?;
     let key = match args.get("idempotency_key") {
@@ -437,7 +447,12 @@ enum Runnable<'a> {
     Promoted(Arc<Promoted>),
 }
 
-fn well_formed<'a>(info: &LangInfo, session: &Session, l: usize, args: &'a Map<String, Value>) -> Outcome2<WellFormed<'a>> {
+fn well_formed<'a>(
+    info: &LangInfo,
+    session: &Session,
+    l: usize,
+    args: &'a Map<String, Value>,
+) -> Outcome2<WellFormed<'a>> {
     let spec = info.spec;
     let caps = &info.effective;
     let program = args.get(spec.program_argument);
@@ -512,6 +527,15 @@ fn well_formed<'a>(info: &LangInfo, session: &Session, l: usize, args: &'a Map<S
             format!("{} retains no runs (retention \"none\"): `store: true` cannot be honoured", spec.name),
         ));
     }
+    if store_flag == Some(true) && retention == Retention::Session && session.stateless {
+        return Err(RequestError::new(
+            ErrorKind::Unsupported,
+            format!(
+                "{} retains runs for the MCP session, and this request has none (stateless): `store: true` cannot be honoured",
+                spec.name
+            ),
+        ));
+    }
     if args.contains_key("idempotency_key") && !caps.declares_sub(SubFeature::Idempotency) {
         return Err(RequestError::invalid(format!(
             "{} does not declare execute.idempotency: omit `idempotency_key`",
@@ -524,15 +548,7 @@ fn well_formed<'a>(info: &LangInfo, session: &Session, l: usize, args: &'a Map<S
             spec.name
         )));
     }
-    Ok(WellFormed {
-        runnable,
-        ceiling,
-        effective_level,
-        test_run,
-        mode,
-        retention,
-        store_flag,
-    })
+    Ok(WellFormed { runnable, ceiling, effective_level, test_run, mode, retention, store_flag })
 }
 
 /// Steps 2-5 of Part II §6.5.2 on a well-formed request.
@@ -546,22 +562,10 @@ async fn run_checked(
     let info = &shared.langs[l];
     let spec = info.spec;
     let caps = &info.effective;
-    let WellFormed {
-        runnable,
-        ceiling,
-        effective_level,
-        test_run,
-        mode,
-        retention,
-        store_flag,
-    } = checked;
+    let WellFormed { runnable, ceiling, effective_level, test_run, mode, retention, store_flag } = checked;
     let run_id = new_run_id();
     // 2. Catalog drift.
-    let snapshot = if caps.declares(Capability::Catalog) {
-        session.snapshot(l)
-    } else {
-        None
-    };
+    let snapshot = if caps.declares(Capability::Catalog) { session.snapshot(l) } else { None };
     if let (Some(expected), Some(snap)) = (str_arg(args, "expected_catalog_version"), &snapshot) {
         if expected != snap.version() {
             return Ok(refused(run_id, Outcome::failure("catalog_drift", "catalog version mismatch"), None));
@@ -589,7 +593,10 @@ async fn run_checked(
                     run_id,
                     Outcome::failure(
                         "promotion_drift",
-                        format!("referenced entries changed since promotion: {}; promote the program again", drifted.join(", ")),
+                        format!(
+                            "referenced entries changed since promotion: {}; promote the program again",
+                            drifted.join(", ")
+                        ),
                     ),
                     None,
                 ));
@@ -619,10 +626,22 @@ async fn run_checked(
     };
     let recorder = Recorder::new(info.limits.max_steps);
     let engine = session.engines[l].clone();
-    let run = {
-        use futures::FutureExt;
-        let fut = std::panic::AssertUnwindSafe(engine.execute_program(&request, recorder.clone())).catch_unwind();
-        tokio::time::timeout(info.limits.execute_time, fut).await
+    // On its own task, so the time bound holds even against an engine that never yields; a
+    // timed-out run is told to stop (Run::should_stop) and aborted at its next await.
+    let task = {
+        let recorder = recorder.clone();
+        tokio::spawn(async move { engine.execute_program(&request, recorder).await })
+    };
+    let abort = task.abort_handle();
+    let run = match tokio::time::timeout(info.limits.execute_time, task).await {
+        Err(elapsed) => {
+            recorder.cancel();
+            abort.abort();
+            Err(elapsed)
+        }
+        Ok(joined) => Ok(joined.map_err(|e| {
+            tracing::error!(language = spec.name, error = %e, "the engine failed");
+        })),
     };
     let findings = recorder.input_findings();
     let started = recorder.started();
@@ -635,7 +654,10 @@ async fn run_checked(
     }
     let (outcome, output) = match run {
         Err(_) => (
-            Outcome::failure("partial", format!("execution exceeded its time bound of {:?}", info.limits.execute_time)),
+            Outcome::failure(
+                "partial",
+                format!("execution exceeded its time bound of {:?}", info.limits.execute_time),
+            ),
             None,
         ),
         Ok(Err(_panic)) if !started => {
@@ -643,19 +665,24 @@ async fn run_checked(
         }
         Ok(Err(_panic)) => (Outcome::failure("error", "the engine failed during execution"), None),
         Ok(Ok(_)) if recorder.exceeded() => (
-            Outcome::failure("partial", format!("execution exceeded its bound of {} steps", info.limits.max_steps)),
+            Outcome::failure(
+                "partial",
+                format!("execution exceeded its bound of {} steps", info.limits.max_steps),
+            ),
             None,
         ),
-        Ok(Ok(_)) if !findings.is_empty() => (
-            Outcome::failure("error", "the input failed binding after execution began"),
-            None,
-        ),
+        Ok(Ok(_)) if !findings.is_empty() => {
+            (Outcome::failure("error", "the input failed binding after execution began"), None)
+        }
         Ok(Ok(finish)) => {
             let output = if finish.outcome.ok() { finish.output } else { None };
             match spec.sets.status(finish.outcome.status()) {
                 Some(_) => (finish.outcome, output),
                 None => (
-                    Outcome::failure("error", format!("engine reported an undeclared status '{}'", finish.outcome.status())),
+                    Outcome::failure(
+                        "error",
+                        format!("engine reported an undeclared status '{}'", finish.outcome.status()),
+                    ),
                     None,
                 ),
             }
@@ -664,7 +691,7 @@ async fn run_checked(
     let steps = recorder.steps();
     let retain = match store_flag {
         Some(flag) => flag,
-        None => retention != Retention::None,
+        None => retention != Retention::None && !(retention == Retention::Session && session.stateless),
     };
     if retain {
         let record = RunRecord {
@@ -694,16 +721,15 @@ async fn run_checked(
         steps: trace::render_steps(&steps, level),
         stats: None,
     });
-    Ok(ExecuteResponse {
-        run_id,
-        outcome,
-        output,
-        diagnostics: None,
-        trace,
-    })
+    Ok(ExecuteResponse { run_id, outcome, output, diagnostics: None, trace })
 }
 
-fn fetch(shared: &Shared, session: &Session, l: usize, args: &Map<String, Value>) -> Outcome2<trace::TraceFetchResponse> {
+fn fetch(
+    shared: &Shared,
+    session: &Session,
+    l: usize,
+    args: &Map<String, Value>,
+) -> Outcome2<trace::TraceFetchResponse> {
     let info = &shared.langs[l];
     let requested = match str_arg(args, "trace_level") {
         None => None,
@@ -742,11 +768,9 @@ fn plain(session: &Session, l: usize, name: &str, args: &Map<String, Value>) -> 
             let v = if v.is_object() { v } else { serde_json::json!({ "result": v }) };
             Reply { text: v.to_string(), structured: v, is_error: false }
         }
-        Some(Err(message)) => Reply {
-            structured: serde_json::json!({ "error": message }),
-            text: message,
-            is_error: true,
-        },
+        Some(Err(message)) => {
+            Reply { structured: serde_json::json!({ "error": message }), text: message, is_error: true }
+        }
         None => Reply::error(RequestError::internal(format!("engine has no tool {name}"))),
     }
 }
@@ -762,7 +786,8 @@ async fn promote(shared: &Shared, session: &Session, l: usize, args: &Map<String
         Ok(v) => v,
         Err(e) => return Reply::error(e),
     };
-    let (true, Some(plan), Some(snapshot)) = (verdict.valid, verdict.plan.as_ref(), session.snapshot(l)) else {
+    let (true, Some(plan), Some(snapshot)) = (verdict.valid, verdict.plan.as_ref(), session.snapshot(l))
+    else {
         let n = verdict.diagnostics.len();
         return Reply {
             structured: serde_json::json!({"promoted": false, "diagnostics": verdict.diagnostics}),

@@ -83,13 +83,7 @@ pub struct RequestError {
 impl RequestError {
     /// A request error of `kind` with `message`.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        RequestError {
-            error: ErrorBody {
-                kind,
-                message: message.into(),
-            },
-            catalog_version: None,
-        }
+        RequestError { error: ErrorBody { kind, message: message.into() }, catalog_version: None }
     }
     /// `not_found`.
     pub fn not_found(message: impl Into<String>) -> Self {

@@ -31,11 +31,7 @@ pub struct Outcome {
 impl Outcome {
     /// `{ok: true, status: "success", error: null}`.
     pub fn success() -> Self {
-        Outcome {
-            ok: true,
-            status: "success".into(),
-            error: None,
-        }
+        Outcome { ok: true, status: "success".into(), error: None }
     }
     /// A failure with a status from the closed set and a non-null message.
     pub fn failure(status: &str, error: impl Into<String>) -> Self {
@@ -43,11 +39,7 @@ impl Outcome {
         if error.is_empty() {
             error = status.to_owned();
         }
-        Outcome {
-            ok: false,
-            status: status.to_owned(),
-            error: Some(error),
-        }
+        Outcome { ok: false, status: status.to_owned(), error: Some(error) }
     }
     /// Whether the Run completed successfully.
     pub fn ok(&self) -> bool {
@@ -157,14 +149,8 @@ impl<S: RunStatus> Finish<S> {
     /// The untyped form the runtime reads.
     pub fn into_core(self) -> FinishCore {
         match self {
-            Finish::Success(output) => FinishCore {
-                outcome: Outcome::success(),
-                output,
-            },
-            Finish::Failed(f, msg) => FinishCore {
-                outcome: Outcome::failure(f.wire(), msg),
-                output: None,
-            },
+            Finish::Success(output) => FinishCore { outcome: Outcome::success(), output },
+            Finish::Failed(f, msg) => FinishCore { outcome: Outcome::failure(f.wire(), msg), output: None },
         }
     }
 }
@@ -194,7 +180,10 @@ struct RecorderState {
     steps: Vec<TraceStep>,
     loops: Vec<LoopFrame>,
     max_steps: usize,
+    /// Steps plus loop decisions recorded: the unit the step bound counts.
+    work: usize,
     exceeded: bool,
+    cancelled: bool,
     input_findings: Vec<Diagnostic>,
     started: bool,
 }
@@ -206,7 +195,9 @@ impl Recorder {
             steps: Vec::new(),
             loops: Vec::new(),
             max_steps,
+            work: 0,
             exceeded: false,
+            cancelled: false,
             input_findings: Vec::new(),
             started: false,
         })))
@@ -218,9 +209,17 @@ impl Recorder {
     pub fn steps(&self) -> Vec<TraceStep> {
         self.state().steps.clone()
     }
-    /// Whether the step bound was exceeded.
+    /// Whether the step bound was exceeded (a step or decision was refused).
     pub fn exceeded(&self) -> bool {
         self.state().exceeded
+    }
+    /// Tell the engine to stop (the time bound ran out).
+    pub fn cancel(&self) {
+        self.state().cancelled = true;
+    }
+    fn should_stop(&self) -> bool {
+        let st = self.state();
+        st.cancelled || st.exceeded || st.work >= st.max_steps
     }
     /// Input findings reported before the first step (a refusal, not a started Run).
     pub fn input_findings(&self) -> Vec<Diagnostic> {
@@ -241,10 +240,18 @@ impl RecorderState {
         }
         q
     }
+    /// Count one unit of work; false (and `exceeded`) past the bound.
+    fn spend(&mut self) -> bool {
+        if self.work >= self.max_steps {
+            self.exceeded = true;
+            return false;
+        }
+        self.work += 1;
+        true
+    }
     fn push(&mut self, step: TraceStep) -> Option<usize> {
         self.started = true;
-        if self.steps.len() >= self.max_steps {
-            self.exceeded = true;
+        if !self.spend() {
             return None;
         }
         self.steps.push(step);
@@ -271,11 +278,7 @@ pub struct Run<S: RunStatus = NoStatus> {
 impl<S: RunStatus> Run<S> {
     /// A sink for `request` writing to `recorder`.
     pub fn new(request: &ExecuteRequest, recorder: Recorder) -> Self {
-        Run {
-            request: request.clone(),
-            recorder,
-            _status: PhantomData,
-        }
+        Run { request: request.clone(), recorder, _status: PhantomData }
     }
     /// The Run id.
     pub fn run_id(&self) -> &str {
@@ -305,9 +308,10 @@ impl<S: RunStatus> Run<S> {
     pub fn is_test_run(&self) -> bool {
         self.request.test_run
     }
-    /// Whether the step bound was exceeded: stop executing.
+    /// Whether to stop now: the step bound (steps and loop decisions) is used up, or the time
+    /// bound ran out. Check it before every step with effects and every loop iteration.
     pub fn should_stop(&self) -> bool {
-        self.recorder.exceeded()
+        self.recorder.should_stop()
     }
 
     /// Refuse the input before any step ran: the Run becomes a `validation_error` refusal with
@@ -315,8 +319,7 @@ impl<S: RunStatus> Run<S> {
     /// runtime turns it into a reserved `error` outcome instead, since effects may have occurred.
     pub fn reject_input(&mut self, path: impl Into<Locator>, message: impl Into<String>) {
         let mut st = self.recorder.state();
-        st.input_findings
-            .push(Diagnostic::new(Severity::Error, "input_binding", path, message));
+        st.input_findings.push(Diagnostic::new(Severity::Error, "input_binding", path, message));
     }
 
     /// Start recording a step with program step id `id`.
@@ -365,22 +368,18 @@ impl<S: RunStatus> Run<S> {
             decisions: Some(vec![]),
         });
         let depth = st.loops.len();
-        st.loops.push(LoopFrame {
-            entry: entry.unwrap_or(usize::MAX),
-            iteration: 0,
-        });
+        st.loops.push(LoopFrame { entry: entry.unwrap_or(usize::MAX), iteration: 0 });
         LoopHandle { id: id.to_owned(), depth }
     }
 
     fn decide(st: &mut RecorderState, handle: &LoopHandle, took: &str, because: String) {
+        if !st.spend() {
+            return;
+        }
         if let Some(frame) = st.loops.get(handle.depth) {
             let entry = frame.entry;
             if let Some(Some(d)) = st.steps.get_mut(entry).map(|s| s.decisions.as_mut()) {
-                d.push(Decision {
-                    at: handle.id.clone(),
-                    took: took.to_owned(),
-                    because,
-                });
+                d.push(Decision { at: handle.id.clone(), took: took.to_owned(), because });
             }
         }
     }
@@ -400,6 +399,22 @@ impl<S: RunStatus> Run<S> {
         let mut st = self.recorder.state();
         Self::decide(&mut st, &handle, "exit", because.into());
         st.loops.truncate(handle.depth);
+    }
+
+    /// Record a branch activation that failed before choosing an arm (for example when its
+    /// condition could not be evaluated): a control-flow entry with no decision.
+    pub fn fail_branch(&mut self, id: &str, failure: Failure<S>, error: impl Into<String>) {
+        let mut st = self.recorder.state();
+        let qid = st.qualified(id);
+        st.push(TraceStep {
+            id: qid,
+            calls: None,
+            input: None,
+            output: None,
+            outcome: Outcome::failure(failure.wire(), error),
+            t_ms: None,
+            decisions: Some(vec![]),
+        });
     }
 
     /// Mark the loop entry as failed (for example when its list could not be evaluated).

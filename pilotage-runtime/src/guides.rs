@@ -142,13 +142,9 @@ pub fn learn(
 ) -> Result<serde_json::Value, RequestError> {
     let Some(id) = id else {
         if topic.is_some() {
-            return Err(RequestError::invalid(
-                "`topic` needs `id`: name the guide whose topic you want",
-            ));
+            return Err(RequestError::invalid("`topic` needs `id`: name the guide whose topic you want"));
         }
-        let index = GuideIndex {
-            guides: guides.iter().map(|g| g.to_guide(language, None)).collect(),
-        };
+        let index = GuideIndex { guides: guides.iter().map(|g| g.to_guide(language, None)).collect() };
         return Ok(serde_json::to_value(index).unwrap_or_default());
     };
     let Some(source) = guides.iter().find(|g| g.id == id) else {
@@ -177,8 +173,6 @@ pub fn learn(
             }
         }
     };
-    let fetch = GuideFetch {
-        guide: source.to_guide(language, Some(body)),
-    };
+    let fetch = GuideFetch { guide: source.to_guide(language, Some(body)) };
     Ok(serde_json::to_value(fetch).unwrap_or_default())
 }

@@ -84,7 +84,9 @@ impl Idempotency {
 impl Guard<'_> {
     /// Record the response of a started Run for replay during `window`.
     pub fn record(mut self, response: &ExecuteResponse, window: Duration) {
-        let until = Instant::now().checked_add(window).unwrap_or_else(|| Instant::now() + Duration::from_secs(100 * 365 * 86_400));
+        let until = Instant::now()
+            .checked_add(window)
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(100 * 365 * 86_400));
         let mut slots = self.table.slots.lock().unwrap_or_else(|p| p.into_inner());
         slots.insert(
             self.key.clone(),

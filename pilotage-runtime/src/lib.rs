@@ -11,25 +11,25 @@ pub mod catalog;
 pub mod closed_sets;
 pub mod correspondence;
 mod digest;
+mod dispatch;
 pub mod errors;
 pub mod execute;
 pub mod guides;
+mod idempotency;
 pub mod language;
 pub mod manifest;
 pub mod promotion;
+mod registry;
 pub mod risk;
 pub mod schema;
 pub mod server;
-pub mod store;
 mod session;
-mod dispatch;
-mod idempotency;
-mod registry;
+pub mod store;
 pub mod trace;
 pub mod transport;
 pub mod validate;
 
-pub use server::{Server, ServerBuilder, BuildError};
+pub use server::{BuildError, Server, ServerBuilder};
 
 /// The names an engine's code uses.
 pub mod prelude {
@@ -50,14 +50,14 @@ pub mod __private {
     pub use crate::capabilities::{Capability, CapabilityDeclaration, SubFeature};
     pub use crate::catalog::CatalogSnapshot;
     pub use crate::closed_sets::{
-        ClosedSets, DiagnosticCode, EntryKind, KindMember, NoKind, NoStatus, RiskLevel,
-        RiskMember, RunStatus, StatusMember,
+        ClosedSets, DiagnosticCode, EntryKind, KindMember, NoKind, NoStatus, RiskLevel, RiskMember,
+        RunStatus, StatusMember,
     };
     pub use crate::execute::{ExecuteRequest, Finish, FinishCore, Recorder, Run};
     pub use crate::guides::{GuideLevel, GuideSource};
     pub use crate::language::{
-        Caller, Engine, ExecutionMode, LanguageSpec, Limits, LocatorDialect, LoopTools,
-        PlainToolSpec, PromotionAuthority, Retention, ToolDecl, TraceLevel, TraceSubprogram,
+        Caller, Engine, ExecutionMode, LanguageSpec, Limits, LocatorDialect, LoopTools, PlainToolSpec,
+        PromotionAuthority, Retention, ToolDecl, TraceLevel, TraceSubprogram,
     };
     pub use crate::risk::RiskHints;
     pub use crate::validate::{ValidateRequest, Validation, ValidationCore};

@@ -95,14 +95,10 @@ impl LanguageEntry {
             name: spec.name.to_owned(),
             title: spec.title.to_owned(),
             guides: GUIDE_TOOL.to_owned(),
-            catalog: effective
-                .declares(Capability::Catalog)
-                .then(|| CATALOG_TOOL.to_owned()),
+            catalog: effective.declares(Capability::Catalog).then(|| CATALOG_TOOL.to_owned()),
             loop_tools: LoopObject {
                 validate: spec.tools.validate.name.to_owned(),
-                execute: exec
-                    .then(|| spec.tools.execute.as_ref().map(|t| t.name.to_owned()))
-                    .flatten(),
+                execute: exec.then(|| spec.tools.execute.as_ref().map(|t| t.name.to_owned())).flatten(),
                 trace: effective
                     .declares(Capability::TraceFetch)
                     .then(|| spec.tools.trace.as_ref().map(|t| t.name.to_owned()))
@@ -111,12 +107,8 @@ impl LanguageEntry {
             capabilities: effective.clone(),
             locator: spec.locator.as_str().to_owned(),
             context_schema: spec.context_schema.clone(),
-            execution: exec
-                .then(|| spec.execution.map(|e| e.as_str().to_owned()))
-                .flatten(),
-            trace: exec
-                .then(|| spec.trace.map(|t| t.as_str().to_owned()))
-                .flatten(),
+            execution: exec.then(|| spec.execution.map(|e| e.as_str().to_owned())).flatten(),
+            trace: exec.then(|| spec.trace.map(|t| t.as_str().to_owned())).flatten(),
             trace_subprogram: spec.trace_subprogram.map(|t| {
                 match t {
                     crate::language::TraceSubprogram::Opaque => "opaque",
@@ -124,9 +116,7 @@ impl LanguageEntry {
                 }
                 .to_owned()
             }),
-            retention: exec
-                .then(|| spec.retention.as_ref().map(|r| r.as_str().to_owned()))
-                .flatten(),
+            retention: exec.then(|| spec.retention.as_ref().map(|r| r.as_str().to_owned())).flatten(),
             promotion_authority: spec.promotion_authority.map(|p| {
                 match p {
                     crate::language::PromotionAuthority::Caller => "caller",
@@ -158,8 +148,6 @@ impl LanguageEntry {
         if caps.declares(Capability::TraceFetch) != self.loop_tools.trace.is_some() {
             out.push("the `trace` loop tool must exist iff `trace_fetch` is declared".into());
         }
-        out.into_iter()
-            .map(|m| format!("Language {}: {m}", self.name))
-            .collect()
+        out.into_iter().map(|m| format!("Language {}: {m}", self.name)).collect()
     }
 }

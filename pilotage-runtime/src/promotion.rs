@@ -67,7 +67,8 @@ impl Promoted {
         if !input_schema.is_object() {
             return Err("`input_schema` must be a JSON Schema object".into());
         }
-        let input = jsonschema::validator_for(&input_schema).map_err(|e| format!("`input_schema` is not a valid JSON Schema: {e}"))?;
+        let input = jsonschema::validator_for(&input_schema)
+            .map_err(|e| format!("`input_schema` is not a valid JSON Schema: {e}"))?;
         let baseline: BTreeMap<String, Value> = p
             .plan
             .steps
@@ -96,12 +97,7 @@ impl Promoted {
             revision: None,
         };
         entry.revision = Some(entry.id.clone());
-        Ok(Promoted {
-            entry,
-            body: Arc::new(p.body.clone()),
-            baseline,
-            input,
-        })
+        Ok(Promoted { entry, body: Arc::new(p.body.clone()), baseline, input })
     }
 
     /// The referenced entries whose load-bearing fields no longer match the baseline.
@@ -119,7 +115,14 @@ impl Promoted {
         let input = input.unwrap_or(&empty);
         self.input
             .iter_errors(input)
-            .map(|e| Diagnostic::new(Severity::Error, "input_binding", e.instance_path().to_string(), e.to_string()))
+            .map(|e| {
+                Diagnostic::new(
+                    Severity::Error,
+                    "input_binding",
+                    e.instance_path().to_string(),
+                    e.to_string(),
+                )
+            })
             .collect()
     }
 }

@@ -38,9 +38,19 @@ fn annotations(read_only: bool, destructive: bool, open_world: bool) -> ToolAnno
     a
 }
 
-fn entry(name: &str, description: String, input: Value, output: Value, ann: ToolAnnotations, route: Route, meta: Option<Value>) -> Result<ToolEntry, String> {
-    let input_validator = jsonschema::validator_for(&input).map_err(|e| format!("tool {name}: bad input schema: {e}"))?;
-    let output_validator = jsonschema::validator_for(&output).map_err(|e| format!("tool {name}: bad output schema: {e}"))?;
+fn entry(
+    name: &str,
+    description: String,
+    input: Value,
+    output: Value,
+    ann: ToolAnnotations,
+    route: Route,
+    meta: Option<Value>,
+) -> Result<ToolEntry, String> {
+    let input_validator =
+        jsonschema::validator_for(&input).map_err(|e| format!("tool {name}: bad input schema: {e}"))?;
+    let output_validator =
+        jsonschema::validator_for(&output).map_err(|e| format!("tool {name}: bad output schema: {e}"))?;
     let mut tool = Tool::default();
     tool.name = name.to_owned().into();
     tool.description = Some(description.into());
@@ -52,12 +62,7 @@ fn entry(name: &str, description: String, input: Value, output: Value, ann: Tool
         meta.insert(EXTENSION_ID.to_owned(), m);
         tool.meta = Some(MetaObject(meta));
     }
-    Ok(ToolEntry {
-        tool,
-        route,
-        input: input_validator,
-        output: output_validator,
-    })
+    Ok(ToolEntry { tool, route, input: input_validator, output: output_validator })
 }
 
 fn with_doc(base: String, doc: &str) -> String {
@@ -199,10 +204,14 @@ fn loop_tools(langs: &[LangInfo]) -> Result<Vec<ToolEntry>, String> {
         for (name, stage, doc) in stages {
             match groups.iter_mut().find(|g| g.0 == name) {
                 Some(g) if g.1 != stage => {
-                    return Err(format!("tool `{name}` cannot serve two stages: each Language names its own tools"))
+                    return Err(format!(
+                        "tool `{name}` cannot serve two stages: each Language names its own tools"
+                    ))
                 }
                 Some(g) => {
-                    if let Some(other) = g.2.iter().find(|o| langs[**o].spec.program_argument == spec.program_argument) {
+                    if let Some(other) =
+                        g.2.iter().find(|o| langs[**o].spec.program_argument == spec.program_argument)
+                    {
                         return Err(format!(
                             "Languages {} and {} share tool `{name}` through the same program argument `{}`: shared loop tools need distinct program arguments (Part III §4.3)",
                             langs[*other].spec.name, spec.name, spec.program_argument

@@ -31,11 +31,7 @@ impl RiskHints {
 
     /// Hints from the three booleans.
     pub const fn new(read_only: bool, destructive: bool, open_world: bool) -> Self {
-        RiskHints {
-            read_only,
-            destructive,
-            open_world,
-        }
+        RiskHints { read_only, destructive, open_world }
     }
 
     /// Whether the hints can describe one operation: read-only excludes destructive.
@@ -46,13 +42,11 @@ impl RiskHints {
     /// The maximum over several steps: AND of `readOnly`, OR of `destructive` and `openWorld`.
     /// The maximum over no steps is read-only.
     pub fn aggregate(hints: impl IntoIterator<Item = RiskHints>) -> RiskHints {
-        hints
-            .into_iter()
-            .fold(RiskHints::READ_ONLY, |acc, h| RiskHints {
-                read_only: acc.read_only && h.read_only,
-                destructive: acc.destructive || h.destructive,
-                open_world: acc.open_world || h.open_world,
-            })
+        hints.into_iter().fold(RiskHints::READ_ONLY, |acc, h| RiskHints {
+            read_only: acc.read_only && h.read_only,
+            destructive: acc.destructive || h.destructive,
+            open_world: acc.open_world || h.open_world,
+        })
     }
 
     /// Whether `self` is at least as restrictive as `other` (an honest promoted entry's risk

@@ -124,14 +124,7 @@ pub fn guide_output() -> Value {
 }
 /// `outputSchema` of `pilotage_catalog`.
 pub fn catalog_output() -> Value {
-    union(|g| {
-        vec![
-            of::<CatalogList>(g),
-            of::<CatalogGet>(g),
-            of::<CatalogChanges>(g),
-            of::<RequestError>(g),
-        ]
-    })
+    union(|g| vec![of::<CatalogList>(g), of::<CatalogGet>(g), of::<CatalogChanges>(g), of::<RequestError>(g)])
 }
 /// `outputSchema` of a validate tool.
 pub fn validate_output() -> Value {

@@ -17,9 +17,9 @@ use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode,
-    Implementation, InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult,
-    MetaObject, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode, Implementation,
+    InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult, MetaObject,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -55,7 +55,7 @@ pub(crate) struct Shared {
     info: ServerConfig,
     pub durable: Option<Arc<dyn RunStore>>,
     pub idempotency: crate::idempotency::Idempotency,
-    stateless: OnceLock<Arc<Session>>,
+    stateless: std::sync::Mutex<HashMap<String, Arc<Session>>>,
 }
 
 impl Shared {
@@ -65,7 +65,18 @@ impl Shared {
     fn new_session(&self) -> Arc<Session> {
         let id = uuid::Uuid::new_v4().simple().to_string();
         let engines = self.langs.iter().map(|l| (l.factory)()).collect();
-        Arc::new(Session::new(Caller::new(format!("session-{id}")), engines))
+        Arc::new(Session::new(Caller::new(format!("session-{id}")), engines, false))
+    }
+    /// The world of a principal without an MCP session (stateless 2026-07-28 requests): one
+    /// per authorization identity, so an unauthorized name or run stays invisible.
+    fn stateless_session(&self, principal: String) -> Arc<Session> {
+        let mut map = self.stateless.lock().unwrap_or_else(|p| p.into_inner());
+        map.entry(principal.clone())
+            .or_insert_with(|| {
+                let engines = self.langs.iter().map(|l| (l.factory)()).collect();
+                Arc::new(Session::new(Caller::new(principal), engines, true))
+            })
+            .clone()
     }
 }
 
@@ -155,7 +166,10 @@ impl ServerBuilder {
                 Some(s) => match jsonschema::validator_for(s) {
                     Ok(v) => Some(v),
                     Err(e) => {
-                        problems.push(format!("Language {}: context_schema is not a valid JSON Schema: {e}", spec.name));
+                        problems.push(format!(
+                            "Language {}: context_schema is not a valid JSON Schema: {e}",
+                            spec.name
+                        ));
                         None
                     }
                 },
@@ -171,7 +185,8 @@ impl ServerBuilder {
         if langs.is_empty() {
             problems.push("a Pilotage server needs at least one Language".to_owned());
         }
-        let entries: Vec<LanguageEntry> = langs.iter().map(|l| LanguageEntry::of(l.spec, &l.effective)).collect();
+        let entries: Vec<LanguageEntry> =
+            langs.iter().map(|l| LanguageEntry::of(l.spec, &l.effective)).collect();
         for (i, e) in entries.iter().enumerate() {
             problems.extend(e.violations());
             if entries[..i].iter().any(|o| o.name == e.name) {
@@ -184,7 +199,9 @@ impl ServerBuilder {
                     e.name
                 ));
             }
-            if matches!(retention, Some(Retention::Duration { .. })) && !self.durable.as_ref().is_some_and(|s| s.durable()) {
+            if matches!(retention, Some(Retention::Duration { .. }))
+                && !self.durable.as_ref().is_some_and(|s| s.durable())
+            {
                 problems.push(format!(
                     "Language {}: retention {} promises durability across restarts; configure a durable run store with ServerBuilder::run_store",
                     e.name,
@@ -219,9 +236,8 @@ impl ServerBuilder {
         let manifest = serde_json::to_value(&manifest).unwrap_or(Value::Null);
         let names: Vec<&str> = langs.iter().map(|l| l.spec.name).collect();
         let manifest_summary = format!("Pilotage manifest: {}", names.join(", "));
-        let (name, version) = self
-            .name
-            .unwrap_or_else(|| ("pilotage-server".to_owned(), env!("CARGO_PKG_VERSION").to_owned()));
+        let (name, version) =
+            self.name.unwrap_or_else(|| ("pilotage-server".to_owned(), env!("CARGO_PKG_VERSION").to_owned()));
         let mut caps = ServerCapabilities::builder().enable_tools().build();
         let mut ext = JsonObject::new();
         ext.insert("version".into(), json!(PILOTAGE_VERSION));
@@ -247,7 +263,7 @@ impl ServerBuilder {
                 info,
                 durable: self.durable,
                 idempotency: Default::default(),
-                stateless: OnceLock::new(),
+                stateless: Default::default(),
             }),
         })
     }
@@ -273,10 +289,7 @@ impl Server {
     /// A fresh rmcp handler: the MCP session it serves gets its own world at `initialize`.
     /// Requests that arrive without `initialize` (stateless MCP 2026-07-28) share one world.
     pub fn handler(&self) -> PilotageHandler {
-        PilotageHandler {
-            shared: self.shared.clone(),
-            session: Arc::new(OnceLock::new()),
-        }
+        PilotageHandler { shared: self.shared.clone(), session: Arc::new(OnceLock::new()) }
     }
 
     /// Serve MCP over stdin/stdout until the client disconnects.
@@ -314,11 +327,19 @@ pub struct PilotageHandler {
 }
 
 impl PilotageHandler {
-    fn session(&self) -> Arc<Session> {
-        match self.session.get() {
-            Some(s) => s.clone(),
-            None => self.shared.stateless.get_or_init(|| self.shared.new_session()).clone(),
+    /// The session's world; for a request outside any session, its principal's (the HTTP
+    /// `Authorization` credential, or the one anonymous principal).
+    fn session(&self, context: &RequestContext<RoleServer>) -> Arc<Session> {
+        if let Some(s) = self.session.get() {
+            return s.clone();
         }
+        let principal = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.headers.get(axum::http::header::AUTHORIZATION))
+            .map(|v| crate::digest::token("principal-", v.as_bytes()))
+            .unwrap_or_else(|| "anonymous".to_owned());
+        self.shared.stateless_session(principal)
     }
 }
 
@@ -342,9 +363,7 @@ impl ServerHandler for PilotageHandler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(
-            self.shared.tools.iter().map(|t| t.tool.clone()).collect(),
-        ))
+        Ok(ListToolsResult::with_all_items(self.shared.tools.iter().map(|t| t.tool.clone()).collect()))
     }
 
     fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
@@ -354,9 +373,9 @@ impl ServerHandler for PilotageHandler {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let session = self.session();
+        let session = self.session(&context);
         let args = request.arguments.unwrap_or_default();
         let reply = dispatch::call(&self.shared, &session, &request.name, args).await?;
         Ok(reply.into_result().into())

@@ -10,6 +10,9 @@ use crate::trace::MemoryRunStore;
 
 pub(crate) struct Session {
     pub caller: Caller,
+    /// No MCP session binds these requests (stateless 2026-07-28): nothing can be retained
+    /// under `"session"` retention.
+    pub stateless: bool,
     pub engines: Vec<Arc<dyn Engine>>,
     pub runs: MemoryRunStore,
     histories: Vec<Mutex<History>>,
@@ -17,16 +20,10 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    pub fn new(caller: Caller, engines: Vec<Arc<dyn Engine>>) -> Self {
+    pub fn new(caller: Caller, engines: Vec<Arc<dyn Engine>>, stateless: bool) -> Self {
         let histories = engines.iter().map(|_| Mutex::new(History::default())).collect();
         let promotions = engines.iter().map(|_| Mutex::new(Promotions::default())).collect();
-        Session {
-            caller,
-            engines,
-            runs: MemoryRunStore::default(),
-            histories,
-            promotions,
-        }
+        Session { caller, stateless, engines, runs: MemoryRunStore::default(), histories, promotions }
     }
 
     /// The caller's current snapshot of Language `lang` (the engine's entries plus this
@@ -41,9 +38,7 @@ impl Session {
     }
 
     pub fn history(&self, lang: usize) -> Option<std::sync::MutexGuard<'_, History>> {
-        self.histories
-            .get(lang)
-            .map(|h| h.lock().unwrap_or_else(|p| p.into_inner()))
+        self.histories.get(lang).map(|h| h.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     pub fn promote(&self, lang: usize, p: Promoted) -> Option<Arc<Promoted>> {

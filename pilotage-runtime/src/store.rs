@@ -55,17 +55,13 @@ impl SqliteRunStore {
              );",
         )
         .map_err(|e| e.to_string())?;
-        Ok(SqliteRunStore {
-            conn: Mutex::new(conn),
-            durable,
-        })
+        Ok(SqliteRunStore { conn: Mutex::new(conn), durable })
     }
 
     /// Delete expired records; returns how many.
     pub fn purge_expired(&self) -> usize {
         let Ok(conn) = self.conn.lock() else { return 0 };
-        conn.execute("DELETE FROM pilotage_runs WHERE expires_at_ms <= ?1", params![now_ms()])
-            .unwrap_or(0)
+        conn.execute("DELETE FROM pilotage_runs WHERE expires_at_ms <= ?1", params![now_ms()]).unwrap_or(0)
     }
 }
 

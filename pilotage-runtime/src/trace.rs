@@ -209,7 +209,11 @@ pub fn run_not_found() -> RequestError {
 }
 
 /// Fetch a record for `caller` at `requested` level (absent: as recorded).
-pub fn fetch(record: Option<RunRecord>, caller: &str, requested: Option<TraceLevel>) -> Result<TraceFetchResponse, RequestError> {
+pub fn fetch(
+    record: Option<RunRecord>,
+    caller: &str,
+    requested: Option<TraceLevel>,
+) -> Result<TraceFetchResponse, RequestError> {
     let record = match record {
         Some(r) if r.owner == caller => r,
         _ => return Err(run_not_found()),

@@ -40,10 +40,7 @@ pub struct TextRange {
 impl TextRange {
     /// The range from `(l1, c1)` to `(l2, c2)`.
     pub fn new(l1: u32, c1: u32, l2: u32, c2: u32) -> Self {
-        TextRange {
-            start: TextPosition { line: l1, column: c1 },
-            end: TextPosition { line: l2, column: c2 },
-        }
+        TextRange { start: TextPosition { line: l1, column: c1 }, end: TextPosition { line: l2, column: c2 } }
     }
 }
 
@@ -104,12 +101,7 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     /// A diagnostic with a wire code (the runtime's own reserved-code findings use this).
-    pub fn new(
-        severity: Severity,
-        code: &str,
-        path: impl Into<Locator>,
-        message: impl Into<String>,
-    ) -> Self {
+    pub fn new(severity: Severity, code: &str, path: impl Into<Locator>, message: impl Into<String>) -> Self {
         Diagnostic {
             severity,
             code: code.to_owned(),
@@ -183,10 +175,7 @@ impl PlanStep {
     }
     /// The arm that contains this step.
     pub fn arm(&mut self, branch: impl Into<String>, label: impl Into<String>) -> &mut Self {
-        self.arm = Some(Arm {
-            branch: branch.into(),
-            label: label.into(),
-        });
+        self.arm = Some(Arm { branch: branch.into(), label: label.into() });
         self
     }
     /// The innermost loop that contains this step.
@@ -268,16 +257,17 @@ impl<C: DiagnosticCode, R: RiskLevel> Validation<C, R> {
     pub fn new(request: &ValidateRequest) -> Self {
         Validation {
             request: request.clone(),
-            core: ValidationCore {
-                risks: R::MEMBERS,
-                ..ValidationCore::default()
-            },
+            core: ValidationCore { risks: R::MEMBERS, ..ValidationCore::default() },
             _sets: PhantomData,
         }
     }
     /// The caller's catalog snapshot (catalog-bearing Languages).
     pub fn catalog(&self) -> Option<&CatalogSnapshot> {
         self.request.catalog.as_deref()
+    }
+    /// The caller's catalog snapshot as a shared handle, to read while reporting.
+    pub fn snapshot(&self) -> Option<Arc<CatalogSnapshot>> {
+        self.request.catalog.clone()
     }
     /// The validated context, when supplied and well-formed.
     pub fn context(&self) -> Option<&Value> {
@@ -288,18 +278,34 @@ impl<C: DiagnosticCode, R: RiskLevel> Validation<C, R> {
         &self.request.caller
     }
     /// Report an error.
-    pub fn error(&mut self, code: C, path: impl Into<Locator>, message: impl Into<String>) -> &mut Diagnostic {
+    pub fn error(
+        &mut self,
+        code: C,
+        path: impl Into<Locator>,
+        message: impl Into<String>,
+    ) -> &mut Diagnostic {
         self.push(Severity::Error, code.wire(), path, message)
     }
     /// Report a warning.
-    pub fn warning(&mut self, code: C, path: impl Into<Locator>, message: impl Into<String>) -> &mut Diagnostic {
+    pub fn warning(
+        &mut self,
+        code: C,
+        path: impl Into<Locator>,
+        message: impl Into<String>,
+    ) -> &mut Diagnostic {
         self.push(Severity::Warning, code.wire(), path, message)
     }
     /// Report an error with the reserved catch-all code `constraint`.
     pub fn constraint(&mut self, path: impl Into<Locator>, message: impl Into<String>) -> &mut Diagnostic {
         self.push(Severity::Error, "constraint", path, message)
     }
-    fn push(&mut self, severity: Severity, code: &str, path: impl Into<Locator>, message: impl Into<String>) -> &mut Diagnostic {
+    fn push(
+        &mut self,
+        severity: Severity,
+        code: &str,
+        path: impl Into<Locator>,
+        message: impl Into<String>,
+    ) -> &mut Diagnostic {
         self.core.diagnostics.push(Diagnostic::new(severity, code, path, message));
         let last = self.core.diagnostics.len() - 1;
         &mut self.core.diagnostics[last]
@@ -311,8 +317,11 @@ impl<C: DiagnosticCode, R: RiskLevel> Validation<C, R> {
             None => true,
             Some(c) => {
                 self.core.reported_ids.insert(id.to_owned());
-                self.constraint(path, format!("step identifier '{id}' contains the reserved character '{c}'"))
-                    .hint("step identifiers may not contain '#' or '/': rename the step");
+                self.constraint(
+                    path,
+                    format!("step identifier '{id}' contains the reserved character '{c}'"),
+                )
+                .hint("step identifiers may not contain '#' or '/': rename the step");
                 false
             }
         }
@@ -379,43 +388,34 @@ pub fn derive(mut core: ValidationCore, extra: Vec<Diagnostic>, how: &Derivation
     let plan = (how.plan && valid).then(|| {
         let max_risk_hints = RiskHints::aggregate(core.steps.iter().map(|s| s.risk_hints));
         let max_rank = core.steps.iter().map(|s| s.rank).max().unwrap_or(0);
-        let max_risk = core
-            .risks
-            .get(max_rank)
-            .map(|m| m.name.to_owned())
-            .unwrap_or_default();
-        Plan {
-            steps: core.steps,
-            max_risk,
-            max_risk_hints,
-        }
+        let max_risk = core.risks.get(max_rank).map(|m| m.name.to_owned()).unwrap_or_default();
+        Plan { steps: core.steps, max_risk, max_risk_hints }
     });
     let references = (how.catalog_version.is_some() && !how.plan && valid).then(|| {
         let mut seen = BTreeSet::new();
         core.references.retain(|r| seen.insert(r.clone()));
         core.references
     });
-    ValidateResponse {
-        valid,
-        diagnostics,
-        catalog_version: how.catalog_version.clone(),
-        plan,
-        references,
-    }
+    ValidateResponse { valid, diagnostics, catalog_version: how.catalog_version.clone(), plan, references }
 }
 
 /// Context findings (Part II §6.4): with a schema, missing or non-conforming context is a
 /// `context_binding` error; without one, any supplied context is.
 pub fn check_context(schema: Option<&jsonschema::Validator>, context: Option<&Value>) -> Vec<Diagnostic> {
-    let error = |path: String, message: String| Diagnostic::new(Severity::Error, "context_binding", path, message);
+    let error =
+        |path: String, message: String| Diagnostic::new(Severity::Error, "context_binding", path, message);
     match (schema, context) {
         (None, None) => vec![],
-        (None, Some(_)) => vec![error(String::new(), "this Language takes no context: omit `context`".into())],
-        (Some(_), None) => vec![error(String::new(), "this Language requires `context` (see context_schema in the manifest)".into())],
-        (Some(v), Some(ctx)) => v
-            .iter_errors(ctx)
-            .map(|e| error(e.instance_path().to_string(), e.to_string()))
-            .collect(),
+        (None, Some(_)) => {
+            vec![error(String::new(), "this Language takes no context: omit `context`".into())]
+        }
+        (Some(_), None) => vec![error(
+            String::new(),
+            "this Language requires `context` (see context_schema in the manifest)".into(),
+        )],
+        (Some(v), Some(ctx)) => {
+            v.iter_errors(ctx).map(|e| error(e.instance_path().to_string(), e.to_string())).collect()
+        }
     }
 }
 

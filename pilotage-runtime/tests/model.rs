@@ -8,7 +8,7 @@ use pilotage_runtime::errors::ErrorKind;
 use pilotage_runtime::risk::RiskHints;
 use pilotage_runtime::store::SqliteRunStore;
 use pilotage_runtime::trace::{self, RunRecord, RunStore, Trace, TraceLevelWire, TraceStep};
-use pilotage_runtime::validate::{self, Derivation, Plan, PlanStep, Severity, Validation, ValidateRequest};
+use pilotage_runtime::validate::{self, Derivation, Plan, PlanStep, Severity, ValidateRequest, Validation};
 use serde_json::json;
 use std::sync::Arc;
 
@@ -18,10 +18,8 @@ enum Kind {
     Data,
 }
 impl EntryKind for Kind {
-    const MEMBERS: &'static [KindMember] = &[
-        KindMember { name: "capability", callable: true },
-        KindMember { name: "dataset", callable: false },
-    ];
+    const MEMBERS: &'static [KindMember] =
+        &[KindMember { name: "capability", callable: true }, KindMember { name: "dataset", callable: false }];
     fn wire(self) -> &'static str {
         match self {
             Kind::Cap => "capability",
@@ -66,12 +64,17 @@ impl pilotage_runtime::closed_sets::DiagnosticCode for Code {
 }
 
 fn entries(n: usize) -> Vec<CatalogEntry> {
-    (0..n).map(|i| CatalogEntry::new(format!("e{i:02}"), Kind::Cap, format!("Entry {i}"), Risk::Safe)).collect()
+    (0..n)
+        .map(|i| CatalogEntry::new(format!("e{i:02}"), Kind::Cap, format!("Entry {i}"), Risk::Safe))
+        .collect()
 }
 
 #[test]
 fn effective_capability_map_takes_language_value_in_full() {
-    let server = CapabilityDeclaration::new().with(Capability::Guides).with(Capability::Validate).with_sub(SubFeature::Search);
+    let server = CapabilityDeclaration::new()
+        .with(Capability::Guides)
+        .with(Capability::Validate)
+        .with_sub(SubFeature::Search);
     let lang = CapabilityDeclaration::new().with(Capability::Catalog).without(Capability::Validate);
     let eff = CapabilityDeclaration::effective(Some(&server), &lang);
     assert!(eff.declares(Capability::Guides));
@@ -79,9 +82,15 @@ fn effective_capability_map_takes_language_value_in_full() {
     assert!(!eff.declares_sub(SubFeature::Search), "the language value replaces sub-features, never merges");
     assert!(!eff.declares(Capability::Validate));
     assert_eq!(eff.rule_violations(), vec!["the minimum capability floor requires `validate`".to_owned()]);
-    let ok = CapabilityDeclaration::new().with(Capability::Guides).with(Capability::Validate).with(Capability::Plan);
+    let ok = CapabilityDeclaration::new()
+        .with(Capability::Guides)
+        .with(Capability::Validate)
+        .with(Capability::Plan);
     assert!(ok.rule_violations().is_empty());
-    let bad = CapabilityDeclaration::new().with(Capability::Guides).with(Capability::Validate).with(Capability::TraceFetch);
+    let bad = CapabilityDeclaration::new()
+        .with(Capability::Guides)
+        .with(Capability::Validate)
+        .with(Capability::TraceFetch);
     assert_eq!(bad.rule_violations(), vec!["`trace_fetch` requires `execute`".to_owned()]);
 }
 
@@ -104,7 +113,11 @@ fn catalog_pages_cover_every_entry_once_with_stable_cursors() {
     let mut seen = vec![];
     let mut cursor: Option<String> = None;
     loop {
-        let page = catalog::list(&snap, &ListQuery { cursor: cursor.as_deref(), limit: Some(2), ..Default::default() }).unwrap();
+        let page = catalog::list(
+            &snap,
+            &ListQuery { cursor: cursor.as_deref(), limit: Some(2), ..Default::default() },
+        )
+        .unwrap();
         assert_eq!(page.catalog_version, snap.version());
         seen.extend(page.items.iter().map(|e| e.id.clone()));
         match page.next_cursor {
@@ -187,7 +200,11 @@ fn validity_and_maxima_are_derived_not_declared() {
     v.warning(Code::Unknown, "/a", "just a warning");
     v.step("read", Risk::Safe).calls("e00");
     v.step("wipe", Risk::Wipe).calls("e01");
-    let r = validate::derive(v.finish(), vec![], &Derivation { codes: &["unknown", "constraint"], plan: true, catalog_version: Some("cv_x".into()) });
+    let r = validate::derive(
+        v.finish(),
+        vec![],
+        &Derivation { codes: &["unknown", "constraint"], plan: true, catalog_version: Some("cv_x".into()) },
+    );
     assert!(r.valid, "warnings do not invalidate");
     let plan = r.plan.unwrap();
     assert_eq!(plan.max_risk, "wipe");
@@ -196,7 +213,11 @@ fn validity_and_maxima_are_derived_not_declared() {
 
     let mut v = Validation::<Code, Risk>::new(&request());
     v.error(Code::Unknown, "/b", "bad").hint("try c");
-    let r = validate::derive(v.finish(), vec![], &Derivation { codes: &["unknown"], plan: true, catalog_version: None });
+    let r = validate::derive(
+        v.finish(),
+        vec![],
+        &Derivation { codes: &["unknown"], plan: true, catalog_version: None },
+    );
     assert!(!r.valid);
     assert!(r.plan.is_none(), "no plan for an invalid program");
     assert_eq!(r.diagnostics[0].hint.as_deref(), Some("try c"));
@@ -206,14 +227,22 @@ fn validity_and_maxima_are_derived_not_declared() {
 fn codes_outside_the_set_become_constraint_and_reserved_ids_are_reported() {
     let mut v = Validation::<Code, Risk>::new(&request());
     v.step("a#b", Risk::Safe);
-    let r = validate::derive(v.finish(), vec![], &Derivation { codes: &["constraint"], plan: true, catalog_version: None });
+    let r = validate::derive(
+        v.finish(),
+        vec![],
+        &Derivation { codes: &["constraint"], plan: true, catalog_version: None },
+    );
     assert!(!r.valid);
     assert_eq!(r.diagnostics.len(), 1);
     assert_eq!(r.diagnostics[0].code, "constraint");
     assert_eq!(r.diagnostics[0].severity, Severity::Error);
     let mut v = Validation::<Code, Risk>::new(&request());
     v.error(Code::Unknown, "", "x");
-    let r = validate::derive(v.finish(), vec![], &Derivation { codes: &["constraint"], plan: false, catalog_version: None });
+    let r = validate::derive(
+        v.finish(),
+        vec![],
+        &Derivation { codes: &["constraint"], plan: false, catalog_version: None },
+    );
     assert_eq!(r.diagnostics[0].code, "constraint", "'unknown' is outside this set");
 }
 
@@ -265,15 +294,25 @@ fn correspondence_accepts_taken_arms_and_rejects_untaken_ones() {
         max_risk: "safe".into(),
         max_risk_hints: RiskHints::READ_ONLY,
     };
-    let trace = |steps: Vec<TraceStep>| Trace { run_id: "r".into(), level: TraceLevelWire::Full, steps, stats: None };
-    let good = trace(vec![tstep("b", &["gold"]), tstep("gold", &[]), tstep("l", &["continue", "continue", "exit"]), tstep("body#1", &[]), tstep("body#2", &[])]);
+    let trace =
+        |steps: Vec<TraceStep>| Trace { run_id: "r".into(), level: TraceLevelWire::Full, steps, stats: None };
+    let good = trace(vec![
+        tstep("b", &["gold"]),
+        tstep("gold", &[]),
+        tstep("l", &["continue", "continue", "exit"]),
+        tstep("body#1", &[]),
+        tstep("body#2", &[]),
+    ]);
     assert_eq!(correspondence::check(&plan, &good, true), Ok(()));
     let untaken = trace(vec![tstep("b", &["gold"]), tstep("other", &[]), tstep("l", &["exit"])]);
     let problems = correspondence::check(&plan, &untaken, false).unwrap_err();
     assert!(problems.iter().any(|p| p.contains("'other'")), "{problems:?}");
     let missing = trace(vec![tstep("b", &["gold"]), tstep("l", &["exit"])]);
     assert!(correspondence::check(&plan, &missing, false).is_ok(), "an incomplete run may stop early");
-    assert_eq!(correspondence::check(&plan, &missing, true).unwrap_err(), vec!["plan step 'gold' is expected but absent from the trace".to_owned()]);
+    assert_eq!(
+        correspondence::check(&plan, &missing, true).unwrap_err(),
+        vec!["plan step 'gold' is expected but absent from the trace".to_owned()]
+    );
     assert_eq!(correspondence::base_id("x#1/body#2#3"), "body");
 }
 

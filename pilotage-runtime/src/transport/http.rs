@@ -76,11 +76,7 @@ where
 ///
 /// On ctrl-c, open sessions and SSE streams are closed and in-flight HTTP
 /// requests are allowed to finish before this returns `Ok(())`.
-pub async fn serve_http<S, F>(
-    factory: F,
-    addr: SocketAddr,
-    options: HttpOptions,
-) -> std::io::Result<()>
+pub async fn serve_http<S, F>(factory: F, addr: SocketAddr, options: HttpOptions) -> std::io::Result<()>
 where
     F: Fn() -> S + Send + Sync + 'static,
     S: ServerHandler,
@@ -115,14 +111,9 @@ where
     if let Some(hosts) = options.allowed_hosts {
         config = config.with_allowed_hosts(hosts);
     }
-    let service = StreamableHttpService::new(
-        move || Ok(factory()),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
-    Router::new()
-        .route_service("/", service)
-        .layer(axum::middleware::from_fn(adapt_post))
+    let service =
+        StreamableHttpService::new(move || Ok(factory()), Arc::new(LocalSessionManager::default()), config);
+    Router::new().route_service("/", service).layer(axum::middleware::from_fn(adapt_post))
 }
 
 /// The interop adapter described in the module docs.
@@ -152,9 +143,7 @@ async fn adapt_post(request: Request, next: Next) -> Response {
         let both = HeaderValue::from_static("application/json, text/event-stream");
         parts.headers.insert(header::ACCEPT, both);
     }
-    let response = next
-        .run(Request::from_parts(parts, Body::from(bytes)))
-        .await;
+    let response = next.run(Request::from_parts(parts, Body::from(bytes))).await;
     if json_body && response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
         // JSON that is not a JSON-RPC message: rmcp answers 415 with text; the carrier
         // channel for it is -32600 Invalid Request.
@@ -222,9 +211,7 @@ async fn first_sse_response(response: Response) -> Response {
     };
     parts.status = StatusCode::OK;
     parts.headers.remove(header::CONTENT_LENGTH);
-    parts
-        .headers
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(JSON_MIME));
+    parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(JSON_MIME));
     Response::from_parts(parts, Body::from(message))
 }
 
@@ -280,12 +267,7 @@ fn is_jsonrpc_response(data: &str) -> bool {
 }
 
 fn json_response(status: StatusCode, body: &Value) -> Response {
-    (
-        status,
-        [(header::CONTENT_TYPE, JSON_MIME)],
-        body.to_string(),
-    )
-        .into_response()
+    (status, [(header::CONTENT_TYPE, JSON_MIME)], body.to_string()).into_response()
 }
 
 fn json_error(status: StatusCode, code: i64, message: String) -> Response {
@@ -328,9 +310,8 @@ mod tests {
     /// POSTs `body` to `/mcp` with `Content-Type: application/json`.
     async fn post(addr: SocketAddr, headers: &[(&str, &str)], body: &str) -> Response<Incoming> {
         let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .unwrap();
+        let (mut sender, connection) =
+            hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
         tokio::spawn(connection);
         let mut request = hyper::Request::post("/mcp")
             .header(header::HOST, addr.to_string())
@@ -338,9 +319,7 @@ mod tests {
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
-        let request = request
-            .body(Full::new(Bytes::from(body.to_owned())))
-            .unwrap();
+        let request = request.body(Full::new(Bytes::from(body.to_owned()))).unwrap();
         sender.send_request(request).await.unwrap()
     }
 
@@ -360,10 +339,7 @@ mod tests {
 
         let response = post(addr, &[], INITIALIZE).await;
         assert_eq!(response.status(), StatusCode::OK);
-        let session = response.headers()["mcp-session-id"]
-            .to_str()
-            .unwrap()
-            .to_owned();
+        let session = response.headers()["mcp-session-id"].to_str().unwrap().to_owned();
         let reply = json_body(response).await;
         assert_eq!(reply["id"], 1);
         assert_eq!(reply["result"]["protocolVersion"], "2025-06-18");
@@ -376,10 +352,7 @@ mod tests {
             let headers = [("mcp-session-id", session.as_str()), ("accept", accept)];
             let response = post(addr, &headers, TOOLS_LIST).await;
             assert_eq!(response.status(), StatusCode::OK);
-            assert_eq!(
-                json_body(response).await,
-                json!({"jsonrpc":"2.0","id":2,"result":{"tools":[]}})
-            );
+            assert_eq!(json_body(response).await, json!({"jsonrpc":"2.0","id":2,"result":{"tools":[]}}));
         }
     }
 
@@ -431,18 +404,11 @@ mod tests {
 
     #[tokio::test]
     async fn stateless_mode_answers_without_a_session() {
-        let addr = start(HttpOptions {
-            stateless: true,
-            allowed_hosts: None,
-        })
-        .await;
+        let addr = start(HttpOptions { stateless: true, allowed_hosts: None }).await;
         let response = post(addr, &[], TOOLS_LIST).await;
         assert_eq!(response.status(), StatusCode::OK);
         assert!(!response.headers().contains_key("mcp-session-id"));
-        assert_eq!(
-            json_body(response).await,
-            json!({"jsonrpc":"2.0","id":2,"result":{"tools":[]}})
-        );
+        assert_eq!(json_body(response).await, json!({"jsonrpc":"2.0","id":2,"result":{"tools":[]}}));
     }
 
     #[test]

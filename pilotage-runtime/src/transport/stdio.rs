@@ -75,13 +75,8 @@ where
     let served = match handler.serve_with_ct((rmcp_in, rmcp_out), stop).await {
         Ok(running) => running.waiting().await.map(drop).map_err(io::Error::other),
         // The input ended, or the output failed, before a session started.
-        Err(ServerInitializeError::ConnectionClosed(_) | ServerInitializeError::Cancelled) => {
-            Ok(())
-        }
-        Err(refused) => Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            refused.to_string(),
-        )),
+        Err(ServerInitializeError::ConnectionClosed(_) | ServerInitializeError::Cancelled) => Ok(()),
+        Err(refused) => Err(io::Error::new(io::ErrorKind::InvalidData, refused.to_string())),
     };
 
     // rmcp has dropped its end of the output pipe, so the copier drains and ends.
@@ -99,11 +94,7 @@ where
 /// Reads `reader` line by line: JSON goes to rmcp, anything else gets -32700.
 ///
 /// Returning (at EOF) drops `to_rmcp`, which rmcp sees as the end of input.
-async fn pump_input<R, W>(
-    reader: R,
-    mut to_rmcp: DuplexStream,
-    writer: SharedWriter<W>,
-) -> io::Result<()>
+async fn pump_input<R, W>(reader: R, mut to_rmcp: DuplexStream, writer: SharedWriter<W>) -> io::Result<()>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
@@ -177,10 +168,7 @@ where
 }
 
 /// Writes `text` plus a newline under the shared lock, then flushes.
-async fn write_line<W: AsyncWrite + Unpin>(
-    writer: &SharedWriter<W>,
-    text: &[u8],
-) -> io::Result<()> {
+async fn write_line<W: AsyncWrite + Unpin>(writer: &SharedWriter<W>, text: &[u8]) -> io::Result<()> {
     let mut writer = writer.lock().await;
     writer.write_all(text).await?;
     writer.write_all(b"\n").await?;
@@ -236,11 +224,7 @@ mod tests {
             let (input, server_reader) = tokio::io::duplex(4096);
             let (server_writer, output) = tokio::io::duplex(4096);
             let server = tokio::spawn(serve_lines(Trivial, server_reader, server_writer));
-            Client {
-                input,
-                output: BufReader::new(output).lines(),
-                server,
-            }
+            Client { input, output: BufReader::new(output).lines(), server }
         }
 
         async fn send(&mut self, line: &str) {
@@ -249,12 +233,11 @@ mod tests {
         }
 
         async fn receive(&mut self) -> Value {
-            let line =
-                tokio::time::timeout(std::time::Duration::from_secs(5), self.output.next_line())
-                    .await
-                    .expect("reply within 5 s")
-                    .unwrap()
-                    .expect("a reply line");
+            let line = tokio::time::timeout(std::time::Duration::from_secs(5), self.output.next_line())
+                .await
+                .expect("reply within 5 s")
+                .unwrap()
+                .expect("a reply line");
             serde_json::from_str(&line).expect("reply is JSON")
         }
 
@@ -285,18 +268,11 @@ mod tests {
         assert_eq!(reply["result"]["protocolVersion"], "2025-06-18");
         assert!(reply["result"]["capabilities"]["tools"].is_object());
 
-        client
-            .send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
-            .await;
+        client.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
         client.send("\u{feff}\u{1}").await; // BOM then garbage: still a parse error
         assert_eq!(client.receive().await["error"]["code"], -32700);
-        client
-            .send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#)
-            .await;
-        assert_eq!(
-            client.receive().await,
-            json!({"jsonrpc":"2.0","id":2,"result":{"tools":[]}})
-        );
+        client.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#).await;
+        assert_eq!(client.receive().await, json!({"jsonrpc":"2.0","id":2,"result":{"tools":[]}}));
         client.finish().await.unwrap();
     }
 
