@@ -34,7 +34,7 @@ use rmcp::ServerHandler;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::parse_error;
+use super::{invalid_request, parse_error};
 
 /// Largest accepted POST body (the same 4 MiB default rmcp uses).
 const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
@@ -134,7 +134,10 @@ async fn adapt_post(request: Request, next: Next) -> Response {
         }
     };
     let id = match serde_json::from_slice::<Value>(&bytes) {
-        Ok(v) => v.get("id").cloned().unwrap_or(Value::Null),
+        Ok(v) => match invalid_request(&v) {
+            Some(reply) => return json_response(StatusCode::BAD_REQUEST, &reply),
+            None => v.get("id").cloned().unwrap_or(Value::Null),
+        },
         Err(e) => return json_response(StatusCode::BAD_REQUEST, &parse_error(e)),
     };
     let json_body = has_essence(&parts.headers, JSON_MIME);

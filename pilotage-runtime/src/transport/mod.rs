@@ -27,3 +27,33 @@ pub(crate) fn parse_error(detail: impl std::fmt::Display) -> serde_json::Value {
         "error": { "code": -32700, "message": format!("Parse error: {detail}") },
     })
 }
+
+/// The JSON-RPC `-32600` reply for a JSON value that is not a JSON-RPC 2.0 message (a request,
+/// notification or response object), or `None` when it is one. The reply echoes the value's
+/// `id` when it is a string or a number.
+pub(crate) fn invalid_request(value: &serde_json::Value) -> Option<serde_json::Value> {
+    use serde_json::Value;
+    let Value::Object(m) = value else {
+        return Some(invalid_request_reply(Value::Null));
+    };
+    let id_ok = |v: Option<&Value>| matches!(v, None | Some(Value::String(_) | Value::Number(_) | Value::Null));
+    let version_ok = m.get("jsonrpc") == Some(&Value::String("2.0".into()));
+    let request = matches!(m.get("method"), Some(Value::String(_))) && id_ok(m.get("id"));
+    let response = m.contains_key("id") && (m.contains_key("result") != m.contains_key("error"));
+    if version_ok && (request || response) {
+        return None;
+    }
+    let id = match m.get("id") {
+        Some(v @ (Value::String(_) | Value::Number(_))) => v.clone(),
+        _ => Value::Null,
+    };
+    Some(invalid_request_reply(id))
+}
+
+fn invalid_request_reply(id: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": { "code": -32600, "message": "Invalid Request: not a JSON-RPC 2.0 message" },
+    })
+}

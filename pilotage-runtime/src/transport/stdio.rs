@@ -25,7 +25,7 @@ use tokio::io::{
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use super::parse_error;
+use super::{invalid_request, parse_error};
 
 /// Longest accepted input line, the same 16 MiB limit rmcp applies.
 const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
@@ -121,7 +121,11 @@ where
             continue;
         }
         match serde_json::from_slice::<serde_json::Value>(text) {
-            Ok(_) => {
+            Ok(value) => {
+                if let Some(reply) = invalid_request(&value) {
+                    write_line(&writer, reply.to_string().as_bytes()).await?;
+                    continue;
+                }
                 let forwarded = async {
                     to_rmcp.write_all(text).await?;
                     to_rmcp.write_all(b"\n").await?;

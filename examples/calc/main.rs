@@ -1,0 +1,47 @@
+//! The smallest complete Pilotage engine: the README's example. Serves `calc/v1` over stdio.
+use pilotage::prelude::*;
+
+#[derive(Clone, Copy, pilotage::Codes)]
+enum CalcCode {
+    UnknownOp, // the reserved constraint, input_binding and context_binding are added
+}
+
+#[derive(Clone, Copy, pilotage::RiskLevels)]
+enum CalcRisk {
+    #[risk(read_only)]
+    Safe,
+}
+
+struct Calc;
+
+#[pilotage::language(
+    name = "calc/v1", title = "Arithmetic programs", program = "calc", locator = "json-pointer",
+    capabilities(guides, validate, plan, execute), execution = "immediate", trace = "full",
+    retention = "none", guides = "examples/calc/guides", codes = CalcCode, risk = CalcRisk,
+)]
+impl Calc {
+    /// Checks `{"op": "add", "args": [1, 2]}`.
+    #[loop_tool(validate, name = "validate_calc")]
+    fn validate(&self, program: &Json, v: &mut Validation<CalcCode, CalcRisk>) {
+        if program["op"] != "add" {
+            v.error(CalcCode::UnknownOp, "/op", "only `add` exists").hint("use \"add\"");
+        }
+        v.step("sum", CalcRisk::Safe);
+    }
+
+    #[loop_tool(execute, name = "run_calc")]
+    async fn run(&self, program: &Json, run: &mut Run) -> Finish {
+        if run.input().is_some() {
+            run.reject_input("", "calc takes no input"); // before any step: a refusal
+            return Finish::done();
+        }
+        let sum: f64 = program["args"].as_array().into_iter().flatten().filter_map(Json::as_f64).sum();
+        run.step("sum").input(program["args"].clone()).output(json!(sum)).succeeded();
+        Finish::output(json!({ "sum": sum }))
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    Ok(Server::builder().language(|| Calc).build()?.serve_stdio().await?)
+}

@@ -1,0 +1,240 @@
+//! `workflow/v1`: JSON workflow documents over a small in-process support desk (users,
+//! tickets, an email outbox). The flagship pilotage engine.
+//!
+//! One [`Workflow`] is one MCP session's world. The files:
+//!
+//! - `program.rs`: the document's typed form, its structural parse and the reference grammar;
+//! - `check.rs`: validation (names, arguments, references, the scope rule) and the plan;
+//! - `interpret.rs`: execution, recording every step;
+//! - `world.rs`: users, tickets, outbox and the capabilities over them;
+//! - `catalog.rs`: the catalog entries and the caller's snapshot;
+//! - `admin.rs`: the plain tools harnesses use to observe and change the world.
+//!
+//! Integration tests include this module with
+//! `#[path = "../examples/workflow/engine/mod.rs"] mod workflow;`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use pilotage::prelude::*;
+
+mod admin;
+mod catalog;
+mod check;
+mod interpret;
+mod program;
+mod world;
+
+/// The closed diagnostic-code set (the reserved `constraint`, `input_binding` and
+/// `context_binding` are added by the derive).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, pilotage::Codes)]
+pub enum WfCode {
+    MalformedProgram,
+    UnknownMember,
+    MalformedStep,
+    UnknownStepKind,
+    DuplicateStepId,
+    InvalidInputType,
+    UnknownCapability,
+    NotCallable,
+    MissingArgument,
+    UnexpectedArgument,
+    TypeMismatch,
+    UnknownReference,
+    OutOfScope,
+    UnknownField,
+    DuplicateArmLabel,
+    MissingDefaultArm,
+    UnreachableArm,
+    UnusedInput,
+}
+
+/// Risk levels, least risky first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, pilotage::RiskLevels)]
+pub enum WfRisk {
+    #[risk(read_only)]
+    Safe,
+    #[risk(write)]
+    Write,
+    #[risk(destructive)]
+    Destructive,
+    #[risk(open_world)]
+    External,
+}
+
+/// Engine-defined failure statuses (step level; see the closed-sets guide).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, pilotage::Statuses)]
+pub enum WfStatus {
+    #[status(side_effects = false)]
+    NotFound,
+    #[status(side_effects = false)]
+    Conflict,
+    #[status(side_effects = false)]
+    Rejected,
+    #[status(side_effects = false)]
+    Unresolved,
+}
+
+/// Catalog entry kinds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, pilotage::EntryKinds)]
+pub enum WfKind {
+    #[kind(callable)]
+    Capability,
+    Dataset,
+}
+
+/// The engine: one session's world, its cached catalog snapshot and the test-only fault switch.
+pub struct Workflow {
+    world: Mutex<world::World>,
+    snapshot: Mutex<Option<Arc<CatalogSnapshot>>>,
+    validator_panic: AtomicBool,
+}
+
+impl Default for Workflow {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Workflow {
+    /// A fresh, deterministically seeded world.
+    pub fn new() -> Self {
+        Workflow {
+            world: Mutex::new(world::World::seeded()),
+            snapshot: Mutex::new(None),
+            validator_panic: AtomicBool::new(false),
+        }
+    }
+
+    fn world(&self) -> MutexGuard<'_, world::World> {
+        self.world.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Apply a catalog change, then drop the cached snapshot (the world lock is released
+    /// before the cache lock is taken: `catalog_snapshot` takes them in the other order).
+    fn change_catalog(
+        &self,
+        f: impl FnOnce(&mut world::World) -> Result<Json, String>,
+    ) -> Result<Json, String> {
+        let result = f(&mut self.world());
+        if result.is_ok() {
+            *self.snapshot.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        }
+        result
+    }
+}
+
+#[pilotage::language(
+    name = "workflow/v1",
+    title = "Workflow documents",
+    program = "workflow",
+    locator = "json-pointer",
+    capabilities(guides, catalog(search, changed_since), validate, plan, execute, trace_fetch),
+    execution = "immediate",
+    trace = "full",
+    retention = "session",
+    guides = "examples/workflow/guides",
+    codes = WfCode,
+    risk = WfRisk,
+    statuses = WfStatus,
+    kinds = WfKind,
+    catalog = catalog_snapshot,
+)]
+impl Workflow {
+    /// A workflow is a JSON document {inputs, steps, output}; read the `core` guide first.
+    /// Diagnostics carry JSON Pointers into the document; a valid result carries the plan.
+    #[loop_tool(validate, name = "validate_workflow")]
+    fn validate(&self, program: &Json, v: &mut Validation<WfCode, WfRisk>) {
+        if self.validator_panic.load(Ordering::SeqCst) {
+            panic!("injected validator fault (inject_fault validator_panic)");
+        }
+        check::validate(program, v);
+    }
+
+    /// Runs the workflow against this session's world. `input` binds the program's declared
+    /// `inputs` exactly (every declared name, with its type; nothing else).
+    #[loop_tool(execute, name = "run_workflow")]
+    async fn run(&self, program: &Json, run: &mut Run<WfStatus>) -> Finish<WfStatus> {
+        interpret::execute(&self.world, program, run)
+    }
+
+    /// Runs of this session are kept for the session.
+    #[loop_tool(trace, name = "trace_run")]
+    fn trace(&self) {}
+
+    /// Every session caller sees the same entries (all but the hidden admin entry), so one
+    /// cached snapshot serves them; it is rebuilt after a catalog change.
+    fn catalog_snapshot(&self, _caller: &Caller) -> Arc<CatalogSnapshot> {
+        let mut cache = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(s) = cache.as_ref() {
+            return s.clone();
+        }
+        let snapshot = Arc::new(self.world().catalog.snapshot());
+        *cache = Some(snapshot.clone());
+        snapshot
+    }
+
+    #[plain_tool(
+        name = "world_fingerprint",
+        description = "Test harness tool (not part of Pilotage): a digest of this session's world (users, tickets, outbox, catalog) with the open-ticket and sent-email counts. Equal fingerprints mean an unchanged world.",
+        read_only,
+        input_schema = r#"{"type": "object", "properties": {}, "additionalProperties": false}"#
+    )]
+    fn fingerprint(&self, _args: &Json) -> Result<Json, String> {
+        Ok(admin::fingerprint_of(&self.world()))
+    }
+
+    #[plain_tool(
+        name = "catalog_add_entry",
+        description = "Test harness tool (not part of Pilotage): add a capability to this session's catalog; it returns its input unchanged when called. Moves catalog_version.",
+        input_schema = r#"{
+          "type": "object",
+          "properties": {
+            "id": {"type": "string", "description": "New entry id (letters, digits, '_' and '-')."},
+            "name": {"type": "string"},
+            "description": {"type": "string"},
+            "risk": {"type": "string", "enum": ["safe", "write", "destructive", "external"]}
+          },
+          "required": ["id"],
+          "additionalProperties": false
+        }"#
+    )]
+    fn add_entry(&self, args: &Json) -> Result<Json, String> {
+        self.change_catalog(|w| admin::add_entry(w, args))
+    }
+
+    #[plain_tool(
+        name = "catalog_remove_entry",
+        description = "Test harness tool (not part of Pilotage): remove an entry from this session's catalog. Moves catalog_version.",
+        input_schema = r#"{"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"], "additionalProperties": false}"#
+    )]
+    fn remove_entry(&self, args: &Json) -> Result<Json, String> {
+        self.change_catalog(|w| admin::remove_entry(w, args))
+    }
+
+    #[plain_tool(
+        name = "catalog_update_entry",
+        description = "Test harness tool (not part of Pilotage): change the description of an entry of this session's catalog. Moves catalog_version.",
+        input_schema = r#"{"type": "object", "properties": {"id": {"type": "string"}, "description": {"type": "string"}}, "required": ["id", "description"], "additionalProperties": false}"#
+    )]
+    fn update_entry(&self, args: &Json) -> Result<Json, String> {
+        self.change_catalog(|w| admin::update_entry(w, args))
+    }
+
+    #[plain_tool(
+        name = "inject_fault",
+        description = "TEST ONLY (not part of Pilotage): with validator_panic true, every later validation of this session panics, which the server reports as the `internal` request error (execute included: nothing runs). Set it false to recover.",
+        input_schema = r#"{"type": "object", "properties": {"validator_panic": {"type": "boolean"}}, "required": ["validator_panic"], "additionalProperties": false}"#
+    )]
+    fn inject_fault(&self, args: &Json) -> Result<Json, String> {
+        let on = args
+            .get("validator_panic")
+            .and_then(Json::as_bool)
+            .ok_or("`validator_panic` must be a boolean")?;
+        self.validator_panic.store(on, Ordering::SeqCst);
+        Ok(json!({"validator_panic": on}))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,720 @@
+//! The `workflow/v1` document: its typed form, the structural parse (which reports shape
+//! findings with JSON Pointers), and the reference grammar.
+//!
+//! The parse is tolerant: a malformed member is reported and left out, so validation can go on
+//! to report every other finding in one pass. Execution only ever parses validated programs.
+
+use serde_json::{Map, Value as Json};
+
+use super::WfCode;
+
+/// Severity of a finding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+/// One finding, before it is handed to the runtime.
+#[derive(Clone, Debug)]
+pub struct Finding {
+    pub severity: Severity,
+    pub code: WfCode,
+    pub path: String,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl Finding {
+    pub fn error(code: WfCode, path: impl Into<String>, message: impl Into<String>) -> Self {
+        Finding { severity: Severity::Error, code, path: path.into(), message: message.into(), hint: None }
+    }
+    pub fn warning(code: WfCode, path: impl Into<String>, message: impl Into<String>) -> Self {
+        Finding { severity: Severity::Warning, ..Finding::error(code, path, message) }
+    }
+    pub fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+    /// Add a hint when there is one.
+    pub fn maybe_hint(mut self, hint: Option<String>) -> Self {
+        self.hint = hint;
+        self
+    }
+}
+
+/// The declared type of a program input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputType {
+    String,
+    Number,
+    Boolean,
+    Object,
+    Array,
+}
+
+impl InputType {
+    pub const NAMES: [&'static str; 5] = ["string", "number", "boolean", "object", "array"];
+
+    fn parse(s: &str) -> Option<InputType> {
+        Some(match s {
+            "string" => InputType::String,
+            "number" => InputType::Number,
+            "boolean" => InputType::Boolean,
+            "object" => InputType::Object,
+            "array" => InputType::Array,
+            _ => return None,
+        })
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            InputType::String => "string",
+            InputType::Number => "number",
+            InputType::Boolean => "boolean",
+            InputType::Object => "object",
+            InputType::Array => "array",
+        }
+    }
+    /// Whether `v` has this type.
+    pub fn admits(self, v: &Json) -> bool {
+        match self {
+            InputType::String => v.is_string(),
+            InputType::Number => v.is_number(),
+            InputType::Boolean => v.is_boolean(),
+            InputType::Object => v.is_object(),
+            InputType::Array => v.is_array(),
+        }
+    }
+}
+
+/// One declared input.
+#[derive(Clone, Debug)]
+pub struct Input {
+    pub name: String,
+    /// `None` when the declared type is not one of [`InputType::NAMES`] (already reported).
+    pub ty: Option<InputType>,
+    pub path: String,
+}
+
+/// A whole program.
+#[derive(Clone, Debug, Default)]
+pub struct Program {
+    pub inputs: Vec<Input>,
+    pub steps: Vec<Step>,
+    /// The `output` template and its pointer.
+    pub output: Option<(String, Json)>,
+}
+
+/// One step.
+#[derive(Clone, Debug)]
+pub struct Step {
+    /// `None` when missing or not a string (already reported).
+    pub id: Option<String>,
+    /// Pointer of the step object, e.g. `/steps/0`.
+    pub path: String,
+    pub body: Body,
+}
+
+/// What a step does. Members that failed the structural parse are `None` (already reported).
+#[derive(Clone, Debug)]
+pub enum Body {
+    Call {
+        capability: Option<String>,
+        /// The `with` object (empty when absent or malformed) and whether it was present.
+        with: Map<String, Json>,
+        with_present: bool,
+    },
+    Set {
+        value: Option<Json>,
+    },
+    Branch {
+        on: Option<String>,
+        arms: Vec<Arm>,
+    },
+    Loop {
+        over: Option<String>,
+        var: Option<String>,
+        steps: Vec<Step>,
+    },
+    /// Unknown or missing kind.
+    Unknown,
+}
+
+/// One branch arm.
+#[derive(Clone, Debug)]
+pub struct Arm {
+    pub label: Option<String>,
+    /// `Some` when `equals` is present (even when it is `null`): absent means the default arm.
+    pub equals: Option<Json>,
+    pub steps: Vec<Step>,
+    pub path: String,
+}
+
+/// The step kinds.
+pub const KINDS: [&str; 4] = ["call", "set", "branch", "loop"];
+const TOP_MEMBERS: [&str; 3] = ["inputs", "steps", "output"];
+const ARM_MEMBERS: [&str; 3] = ["label", "equals", "steps"];
+
+fn members_of(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "call" => &["id", "kind", "note", "capability", "with"],
+        "set" => &["id", "kind", "note", "value"],
+        "branch" => &["id", "kind", "note", "on", "arms"],
+        "loop" => &["id", "kind", "note", "over", "as", "steps"],
+        _ => &["id", "kind", "note"],
+    }
+}
+
+/// `base` + `/` + the RFC 6901 escape of `token`.
+pub fn ptr(base: &str, token: impl std::fmt::Display) -> String {
+    let token = token.to_string().replace('~', "~0").replace('/', "~1");
+    format!("{base}/{token}")
+}
+
+/// The JSON type name of a value (`integer` for integral numbers).
+pub fn type_name(v: &Json) -> &'static str {
+    match v {
+        Json::Null => "null",
+        Json::Bool(_) => "boolean",
+        Json::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Json::Number(_) => "number",
+        Json::String(_) => "string",
+        Json::Array(_) => "array",
+        Json::Object(_) => "object",
+    }
+}
+
+/// `a string`, `an integer`, `null`: a type name with its article.
+pub fn article(ty: &str) -> String {
+    match ty {
+        "integer" | "object" | "array" => format!("an {ty}"),
+        "null" => "null".to_owned(),
+        other => format!("a {other}"),
+    }
+}
+
+/// Up to three of `candidates` within edit distance 3 of `name`, closest first.
+pub fn close<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut scored: Vec<(usize, &str)> = candidates
+        .into_iter()
+        .map(|c| (pilotage::catalog::edit_distance(name, c), c))
+        .filter(|(d, _)| *d <= 3)
+        .collect();
+    scored.sort();
+    scored.into_iter().take(3).map(|(_, c)| c).collect()
+}
+
+/// `Some("close match: a, b")` when there are close matches.
+pub fn close_hint<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    let m = close(name, candidates);
+    (!m.is_empty()).then(|| format!("close match: {}", m.join(", ")))
+}
+
+/// Whether `s` is a plain name: letters, digits and `_`, not starting with a digit.
+pub fn is_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Whether `s` is a usable step id: letters, digits, `_` and `-`.
+pub fn is_step_id(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+// ---------------------------------------------------------------------------------------------
+// References
+
+/// What a reference starts from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Root {
+    /// `$.input.<name>`
+    Input(String),
+    /// `$.steps.<id>.output`
+    Step(String),
+    /// `$.vars.<name>`
+    Var(String),
+}
+
+/// A parsed reference: a root and member path (object keys or array indexes).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ref {
+    pub root: Root,
+    pub path: Vec<String>,
+}
+
+/// A string value in a template: a reference, or a literal string.
+pub enum Text<'a> {
+    Ref(Result<Ref, String>),
+    Literal(&'a str),
+}
+
+const REF_FORMS: &str =
+    "references are $.input.<name>, $.steps.<id>.output[.<member>...] or $.vars.<name>[.<member>...]";
+
+/// Classify a string value: `$$...` is the literal `$...`, any other `$...` is a reference.
+pub fn classify(s: &str) -> Text<'_> {
+    if let Some(rest) = s.strip_prefix('$') {
+        if rest.starts_with('$') {
+            return Text::Literal(rest);
+        }
+        return Text::Ref(parse_ref(s));
+    }
+    Text::Literal(s)
+}
+
+fn parse_ref(s: &str) -> Result<Ref, String> {
+    let Some(rest) = s.strip_prefix("$.") else {
+        return Err(format!("'{s}' is not a reference: {REF_FORMS} (write $$ for a literal leading $)"));
+    };
+    let segs: Vec<&str> = rest.split('.').collect();
+    if segs.iter().any(|x| x.is_empty()) {
+        return Err(format!("'{s}' has an empty member name: {REF_FORMS}"));
+    }
+    let owned = |from: usize| segs[from..].iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
+    match segs[0] {
+        "input" if segs.len() >= 2 => Ok(Ref { root: Root::Input(segs[1].to_owned()), path: owned(2) }),
+        "vars" if segs.len() >= 2 => Ok(Ref { root: Root::Var(segs[1].to_owned()), path: owned(2) }),
+        "steps" if segs.len() >= 3 && segs[2] == "output" => {
+            Ok(Ref { root: Root::Step(segs[1].to_owned()), path: owned(3) })
+        }
+        "steps" if segs.len() >= 2 => {
+            Err(format!("'{s}' does not address an output: write $.steps.{}.output[.<member>...]", segs[1]))
+        }
+        root @ ("input" | "vars" | "steps") => Err(format!("'{s}' names no {root} member: {REF_FORMS}")),
+        other => {
+            let hint = close(other, ["input", "steps", "vars"]);
+            let hint = hint.first().map(|h| format!(" (did you mean $.{h}?)")).unwrap_or_default();
+            Err(format!("'{s}' starts from an unknown root '{other}'{hint}: {REF_FORMS}"))
+        }
+    }
+}
+
+/// Every string in `v` that is a reference, with its pointer (`at` is the pointer of `v`).
+pub fn references<'a>(v: &'a Json, at: &str, out: &mut Vec<(String, &'a str)>) {
+    match v {
+        Json::String(s) => {
+            if let Text::Ref(_) = classify(s) {
+                out.push((at.to_owned(), s.as_str()));
+            }
+        }
+        Json::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                references(x, &ptr(at, i), out);
+            }
+        }
+        Json::Object(o) => {
+            for (k, x) in o {
+                references(x, &ptr(at, k), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Structural parse
+
+/// Parse `doc`, reporting every structural problem.
+pub fn parse(doc: &Json) -> (Program, Vec<Finding>) {
+    let mut p = Parser { findings: Vec::new() };
+    let program = p.program(doc);
+    (program, p.findings)
+}
+
+struct Parser {
+    findings: Vec<Finding>,
+}
+
+impl Parser {
+    fn report(&mut self, f: Finding) {
+        self.findings.push(f);
+    }
+
+    fn unknown_members(&mut self, obj: &Map<String, Json>, at: &str, allowed: &[&str], what: &str) {
+        for key in obj.keys().filter(|k| !allowed.contains(&k.as_str())) {
+            let elsewhere =
+                KINDS.iter().find(|k| members_of(k).contains(&key.as_str()) && what.ends_with("step"));
+            let hint = match elsewhere {
+                Some(kind) => Some(format!("`{key}` belongs to {kind} steps")),
+                None => close_hint(key, allowed.iter().copied()),
+            }
+            .unwrap_or_else(|| format!("{what} members are: {}", allowed.join(", ")));
+            self.report(
+                Finding::error(
+                    WfCode::UnknownMember,
+                    ptr(at, key),
+                    format!("unknown member `{key}` in {what}"),
+                )
+                .hint(hint),
+            );
+        }
+    }
+
+    fn program(&mut self, doc: &Json) -> Program {
+        let Some(obj) = doc.as_object() else {
+            self.report(
+                Finding::error(
+                    WfCode::MalformedProgram,
+                    "",
+                    format!("a workflow program is a JSON object, not {}", type_name(doc)),
+                )
+                .hint("write {\"inputs\": {...}, \"steps\": [...], \"output\": {...}}"),
+            );
+            return Program::default();
+        };
+        self.unknown_members(obj, "", &TOP_MEMBERS, "the program");
+        let mut program = Program::default();
+        match obj.get("inputs") {
+            None => {}
+            Some(Json::Object(inputs)) => {
+                for (name, ty) in inputs {
+                    let at = ptr("/inputs", name);
+                    if !is_name(name) {
+                        self.report(
+                            Finding::error(
+                                WfCode::MalformedProgram,
+                                at.clone(),
+                                format!("'{name}' is not a usable input name"),
+                            )
+                            .hint("input names use letters, digits and '_' and do not start with a digit"),
+                        );
+                    }
+                    let parsed = ty.as_str().and_then(InputType::parse);
+                    if parsed.is_none() {
+                        let shown = ty.as_str().map_or_else(|| ty.to_string(), |s| format!("'{s}'"));
+                        let hint = ty
+                            .as_str()
+                            .and_then(|s| close_hint(s, InputType::NAMES))
+                            .unwrap_or_else(|| format!("input types are: {}", InputType::NAMES.join(", ")));
+                        self.report(
+                            Finding::error(
+                                WfCode::InvalidInputType,
+                                at.clone(),
+                                format!("input '{name}' has the unknown type {shown}"),
+                            )
+                            .hint(hint),
+                        );
+                    }
+                    program.inputs.push(Input { name: name.clone(), ty: parsed, path: at });
+                }
+            }
+            Some(other) => self.report(
+                Finding::error(
+                    WfCode::MalformedProgram,
+                    "/inputs",
+                    format!("`inputs` is an object of name → type, not {}", type_name(other)),
+                )
+                .hint("for example {\"userId\": \"string\"}"),
+            ),
+        }
+        match obj.get("steps") {
+            None => self.report(
+                Finding::error(WfCode::MalformedProgram, "", "the program has no `steps`")
+                    .hint("add \"steps\": [ ... ] (an array of steps, possibly empty)"),
+            ),
+            Some(steps @ Json::Array(_)) => program.steps = self.steps(steps, "/steps"),
+            Some(other) => self.report(
+                Finding::error(
+                    WfCode::MalformedProgram,
+                    "/steps",
+                    format!("`steps` is an array of steps, not {}", type_name(other)),
+                )
+                .hint("write \"steps\": [ {\"id\": ..., \"kind\": ...}, ... ]"),
+            ),
+        }
+        match obj.get("output") {
+            None => {}
+            Some(out @ Json::Object(_)) => program.output = Some(("/output".to_owned(), out.clone())),
+            Some(other) => self.report(
+                Finding::error(
+                    WfCode::MalformedProgram,
+                    "/output",
+                    format!("`output` is an object of name → value, not {}", type_name(other)),
+                )
+                .hint("for example {\"name\": \"$.steps.profile.output.name\"}"),
+            ),
+        }
+        program
+    }
+
+    fn steps(&mut self, v: &Json, at: &str) -> Vec<Step> {
+        let Some(items) = v.as_array() else {
+            self.report(
+                Finding::error(
+                    WfCode::MalformedStep,
+                    at,
+                    format!("a step list is an array, not {}", type_name(v)),
+                )
+                .hint("write [ {\"id\": ..., \"kind\": ...}, ... ]"),
+            );
+            return Vec::new();
+        };
+        items.iter().enumerate().map(|(i, s)| self.step(s, &ptr(at, i))).collect()
+    }
+
+    fn step(&mut self, v: &Json, at: &str) -> Step {
+        let Some(obj) = v.as_object() else {
+            self.report(
+                Finding::error(
+                    WfCode::MalformedStep,
+                    at,
+                    format!("a step is an object, not {}", type_name(v)),
+                )
+                .hint("write {\"id\": \"...\", \"kind\": \"call\", ...}"),
+            );
+            return Step { id: None, path: at.to_owned(), body: Body::Unknown };
+        };
+        let id = match obj.get("id") {
+            Some(Json::String(s)) if !s.is_empty() => Some(s.clone()),
+            Some(Json::String(_)) => {
+                self.report(
+                    Finding::error(WfCode::MalformedStep, ptr(at, "id"), "the step id is empty")
+                        .hint("give the step a unique id"),
+                );
+                None
+            }
+            Some(other) => {
+                self.report(Finding::error(
+                    WfCode::MalformedStep,
+                    ptr(at, "id"),
+                    format!("a step id is a string, not {}", type_name(other)),
+                ));
+                None
+            }
+            None => {
+                self.report(
+                    Finding::error(WfCode::MalformedStep, at, "the step has no `id`")
+                        .hint("add \"id\": \"<unique name>\""),
+                );
+                None
+            }
+        };
+        if let Some(note) = obj.get("note").filter(|n| !n.is_string()) {
+            self.report(Finding::error(
+                WfCode::MalformedStep,
+                ptr(at, "note"),
+                format!("`note` is a string, not {}", type_name(note)),
+            ));
+        }
+        let kind = match obj.get("kind") {
+            Some(Json::String(k)) => k.as_str(),
+            Some(other) => {
+                self.report(Finding::error(
+                    WfCode::MalformedStep,
+                    ptr(at, "kind"),
+                    format!("`kind` is a string, not {}", type_name(other)),
+                ));
+                ""
+            }
+            None => {
+                let guess = KINDS.iter().find(|k| members_of(k)[3..].iter().any(|m| obj.contains_key(*m)));
+                let hint = match guess {
+                    Some(k) => format!("add \"kind\": \"{k}\""),
+                    None => format!("add \"kind\": one of {}", KINDS.join(", ")),
+                };
+                self.report(Finding::error(WfCode::MalformedStep, at, "the step has no `kind`").hint(hint));
+                ""
+            }
+        };
+        if !kind.is_empty() && !KINDS.contains(&kind) {
+            let hint =
+                close_hint(kind, KINDS).unwrap_or_else(|| format!("step kinds are: {}", KINDS.join(", ")));
+            self.report(
+                Finding::error(
+                    WfCode::UnknownStepKind,
+                    ptr(at, "kind"),
+                    format!("unknown step kind '{kind}'"),
+                )
+                .hint(hint),
+            );
+        }
+        let body = if KINDS.contains(&kind) {
+            self.unknown_members(obj, at, members_of(kind), &format!("a {kind} step"));
+            self.body(kind, obj, at)
+        } else {
+            Body::Unknown
+        };
+        Step { id, path: at.to_owned(), body }
+    }
+
+    fn string_member(
+        &mut self,
+        obj: &Map<String, Json>,
+        at: &str,
+        key: &str,
+        what: &str,
+        example: &str,
+    ) -> Option<String> {
+        match obj.get(key) {
+            Some(Json::String(s)) if !s.is_empty() => Some(s.clone()),
+            Some(other) => {
+                self.report(
+                    Finding::error(
+                        WfCode::MalformedStep,
+                        ptr(at, key),
+                        format!("`{key}` is {what}, not {}", describe(other)),
+                    )
+                    .hint(format!("for example \"{key}\": {example}")),
+                );
+                None
+            }
+            None => {
+                self.report(
+                    Finding::error(WfCode::MalformedStep, at, format!("the step has no `{key}`"))
+                        .hint(format!("add \"{key}\": {example}")),
+                );
+                None
+            }
+        }
+    }
+
+    fn body(&mut self, kind: &str, obj: &Map<String, Json>, at: &str) -> Body {
+        match kind {
+            "call" => {
+                let capability = self.string_member(
+                    obj,
+                    at,
+                    "capability",
+                    "a catalog entry id",
+                    "\"cap_read_user_profile\"",
+                );
+                let (with, with_present) = match obj.get("with") {
+                    None => (Map::new(), false),
+                    Some(Json::Object(m)) => (m.clone(), true),
+                    Some(other) => {
+                        self.report(
+                            Finding::error(
+                                WfCode::MalformedStep,
+                                ptr(at, "with"),
+                                format!("`with` is an object of argument → value, not {}", type_name(other)),
+                            )
+                            .hint("for example \"with\": {\"user_id\": \"$.input.userId\"}"),
+                        );
+                        (Map::new(), false)
+                    }
+                };
+                Body::Call { capability, with, with_present }
+            }
+            "set" => {
+                let value = obj.get("value").cloned();
+                if value.is_none() {
+                    self.report(
+                        Finding::error(WfCode::MalformedStep, at, "the set step has no `value`")
+                            .hint("add \"value\": <any JSON, may contain references>"),
+                    );
+                }
+                Body::Set { value }
+            }
+            "branch" => {
+                let on = self.reference_member(obj, at, "on", "\"$.steps.profile.output.tier\"");
+                let arms = match obj.get("arms") {
+                    Some(Json::Array(a)) if !a.is_empty() => a
+                        .iter()
+                        .enumerate()
+                        .map(|(i, arm)| self.arm(arm, &ptr(&ptr(at, "arms"), i)))
+                        .collect(),
+                    other => {
+                        let (path, message) = match other {
+                            None => (at.to_owned(), "the branch has no `arms`".to_owned()),
+                            Some(Json::Array(_)) => (ptr(at, "arms"), "the branch has no arms".to_owned()),
+                            Some(v) => (ptr(at, "arms"), format!("`arms` is an array, not {}", type_name(v))),
+                        };
+                        self.report(
+                            Finding::error(WfCode::MalformedStep, path, message)
+                                .hint("write \"arms\": [{\"label\": \"gold\", \"equals\": \"gold\", \"steps\": [...]}, {\"label\": \"other\", \"steps\": []}]"),
+                        );
+                        Vec::new()
+                    }
+                };
+                Body::Branch { on, arms }
+            }
+            _ => {
+                let over = self.reference_member(obj, at, "over", "\"$.steps.tickets.output.tickets\"");
+                let var = self.string_member(obj, at, "as", "a variable name", "\"ticket\"");
+                let var = match var {
+                    Some(v) if !is_name(&v) => {
+                        self.report(
+                            Finding::error(
+                                WfCode::MalformedStep,
+                                ptr(at, "as"),
+                                format!("'{v}' is not a usable variable name"),
+                            )
+                            .hint("variable names use letters, digits and '_' and do not start with a digit"),
+                        );
+                        None
+                    }
+                    v => v,
+                };
+                let steps = match obj.get("steps") {
+                    Some(s) => self.steps(s, &ptr(at, "steps")),
+                    None => {
+                        self.report(
+                            Finding::error(WfCode::MalformedStep, at, "the loop has no `steps`")
+                                .hint("add \"steps\": [ ... ] (the body, run once per item)"),
+                        );
+                        Vec::new()
+                    }
+                };
+                Body::Loop { over, var, steps }
+            }
+        }
+    }
+
+    /// A member that must be a reference string.
+    fn reference_member(
+        &mut self,
+        obj: &Map<String, Json>,
+        at: &str,
+        key: &str,
+        example: &str,
+    ) -> Option<String> {
+        let s = self.string_member(obj, at, key, "a reference", example)?;
+        if let Text::Literal(_) = classify(&s) {
+            self.report(
+                Finding::error(
+                    WfCode::MalformedStep,
+                    ptr(at, key),
+                    format!("`{key}` must be a reference, not the literal '{s}'"),
+                )
+                .hint(format!("for example \"{key}\": {example}")),
+            );
+            return None;
+        }
+        Some(s)
+    }
+
+    fn arm(&mut self, v: &Json, at: &str) -> Arm {
+        let Some(obj) = v.as_object() else {
+            self.report(
+                Finding::error(
+                    WfCode::MalformedStep,
+                    at,
+                    format!("an arm is an object, not {}", type_name(v)),
+                )
+                .hint("write {\"label\": \"...\", \"equals\": <value>, \"steps\": [...]}"),
+            );
+            return Arm { label: None, equals: None, steps: Vec::new(), path: at.to_owned() };
+        };
+        self.unknown_members(obj, at, &ARM_MEMBERS, "an arm");
+        let label = self.string_member(obj, at, "label", "a non-empty string", "\"gold\"");
+        let steps = match obj.get("steps") {
+            Some(s) => self.steps(s, &ptr(at, "steps")),
+            None => {
+                self.report(
+                    Finding::error(WfCode::MalformedStep, at, "the arm has no `steps`")
+                        .hint("add \"steps\": [ ... ] (may be empty)"),
+                );
+                Vec::new()
+            }
+        };
+        Arm { label, equals: obj.get("equals").cloned(), steps, path: at.to_owned() }
+    }
+}
+
+fn describe(v: &Json) -> String {
+    match v {
+        Json::String(s) if s.is_empty() => "empty".to_owned(),
+        other => type_name(other).to_owned(),
+    }
+}

@@ -1,0 +1,543 @@
+//! Engine-level tests: every guide example validates (and the runnable ones succeed), the
+//! closed codes fire where documented, the plan and the trace follow Part II §5.6-§5.8.
+
+use std::sync::Arc;
+
+use pilotage::execute::{ExecuteRequest, FinishCore, Recorder};
+use pilotage::language::{Engine, ExecutionMode};
+use pilotage::trace::TraceStep;
+use pilotage::validate::{derive, Derivation, Diagnostic, Severity, ValidateRequest, ValidateResponse};
+
+use super::*;
+
+fn caller() -> Caller {
+    Caller::new("test-caller")
+}
+
+fn validate(engine: &Workflow, program: &Json) -> ValidateResponse {
+    let snapshot = engine.catalog_snapshot(&caller());
+    let request = ValidateRequest {
+        program: Arc::new(program.clone()),
+        context: None,
+        catalog: Some(snapshot.clone()),
+        caller: caller(),
+    };
+    let core = Engine::validate_program(engine, &request);
+    derive(
+        core,
+        Vec::new(),
+        &Derivation {
+            codes: &engine.language_spec().sets.codes,
+            plan: true,
+            catalog_version: Some(snapshot.version().to_owned()),
+        },
+    )
+}
+
+struct Ran {
+    finish: FinishCore,
+    steps: Vec<TraceStep>,
+    refused: Vec<Diagnostic>,
+}
+
+impl Ran {
+    fn status(&self) -> &str {
+        self.finish.outcome.status()
+    }
+    fn ids(&self) -> Vec<&str> {
+        self.steps.iter().map(|s| s.id.as_str()).collect()
+    }
+    fn step(&self, id: &str) -> &TraceStep {
+        self.steps
+            .iter()
+            .find(|s| s.id == id)
+            .unwrap_or_else(|| panic!("no trace entry {id}: {:?}", self.ids()))
+    }
+}
+
+fn execute(engine: &Workflow, program: &Json, input: Option<Json>) -> Ran {
+    let verdict = validate(engine, program);
+    assert!(verdict.valid, "program must be valid to run: {:#?}", verdict.diagnostics);
+    let request = ExecuteRequest {
+        run_id: "run_test".to_owned(),
+        program: Arc::new(program.clone()),
+        input: input.map(Arc::new),
+        context: None,
+        catalog: Some(engine.catalog_snapshot(&caller())),
+        caller: caller(),
+        mode: ExecutionMode::Immediate,
+        test_run: false,
+    };
+    let recorder = Recorder::new(10_000);
+    let finish = futures::executor::block_on(Engine::execute_program(engine, &request, recorder.clone()));
+    Ran { finish, steps: recorder.steps(), refused: recorder.input_findings() }
+}
+
+fn codes(v: &ValidateResponse) -> Vec<(&str, Severity, String)> {
+    v.diagnostics
+        .iter()
+        .map(|d| {
+            let path = match &d.path {
+                pilotage::validate::Locator::Pointer(p) => p.clone(),
+                other => format!("{other:?}"),
+            };
+            (d.code.as_str(), d.severity, path)
+        })
+        .collect()
+}
+
+fn has(v: &ValidateResponse, code: &str, path: &str) -> bool {
+    codes(v).iter().any(|(c, _, p)| *c == code && p == path)
+}
+
+fn call(id: &str, cap: &str, with: Json) -> Json {
+    json!({"id": id, "kind": "call", "capability": cap, "with": with})
+}
+
+// ---------------------------------------------------------------------------------------------
+// Guides
+
+/// Every guide the Language serves (embedded by the macro), as `(id, body)`.
+fn guides() -> Vec<(&'static str, &'static str)> {
+    Workflow::new().language_spec().guides.iter().map(|g| (g.id, g.body)).collect()
+}
+
+fn guide(id: &str) -> &'static str {
+    guides().into_iter().find(|(g, _)| *g == id).map(|(_, b)| b).expect("guide exists")
+}
+
+fn json_blocks(text: &str) -> Vec<String> {
+    let mut blocks = Vec::new();
+    let mut current: Option<String> = None;
+    for line in text.lines() {
+        match (&mut current, line.trim()) {
+            (None, "```json") => current = Some(String::new()),
+            (Some(_), "```") => blocks.extend(current.take()),
+            (Some(buf), _) => {
+                buf.push_str(line);
+                buf.push('\n');
+            }
+            _ => {}
+        }
+    }
+    blocks
+}
+
+#[test]
+fn every_guide_example_validates_and_runs() {
+    let mut programs = 0;
+    for (file, text) in guides() {
+        for block in json_blocks(text) {
+            let doc: Json = serde_json::from_str(&block)
+                .unwrap_or_else(|e| panic!("{file}: bad JSON block ({e}):\n{block}"));
+            let engine = Workflow::new();
+            if let Some(program) = doc.get("workflow") {
+                let ran = execute(&engine, program, doc.get("input").cloned());
+                assert_eq!(ran.status(), "success", "{file}: {:?} {:?}", ran.finish, ran.steps);
+            } else {
+                assert!(
+                    doc.get("steps").is_some(),
+                    "{file}: a json block is neither a program nor run arguments:\n{block}"
+                );
+                let v = validate(&engine, &doc);
+                assert!(v.valid, "{file}: {:#?}", v.diagnostics);
+            }
+            programs += 1;
+        }
+    }
+    assert!(programs >= 4, "the guides should carry runnable examples");
+}
+
+#[test]
+fn closed_sets_guide_enumerates_every_member() {
+    let text = guide("closed-sets");
+    let spec = Workflow::new().language_spec();
+    for code in &spec.sets.codes {
+        assert!(text.contains(&format!("| `{code}` |")), "closed-sets guide lacks code {code}");
+    }
+    for s in &spec.sets.statuses {
+        assert!(text.contains(&format!("| `{}` |", s.name)), "closed-sets guide lacks status {}", s.name);
+    }
+    for r in &spec.sets.risks {
+        let h = r.hints;
+        let row = format!(
+            "| `{}` | `{{\"readOnly\": {}, \"destructive\": {}, \"openWorld\": {}}}` |",
+            r.name, h.read_only, h.destructive, h.open_world
+        );
+        assert!(text.contains(&row), "closed-sets guide lacks risk row {row}");
+    }
+    for k in &spec.sets.kinds {
+        let row = format!("| `{}` | {} |", k.name, if k.callable { "yes" } else { "no" });
+        assert!(text.contains(&row), "closed-sets guide lacks kind row {row}");
+    }
+    let core = guide("core");
+    assert!(core.len() < 8192, "core guide is {} bytes", core.len());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation
+
+#[test]
+fn unknown_capability_hints_only_visible_entries() {
+    let engine = Workflow::new();
+    let v =
+        validate(&engine, &json!({"steps": [call("p", "cap_read_user_profil", json!({"user_id": "42"}))]}));
+    assert!(!v.valid);
+    let d = &v.diagnostics[0];
+    assert_eq!(d.code, "unknown_capability");
+    assert_eq!(d.path, "/steps/0/capability".into());
+    assert_eq!(d.hint.as_deref(), Some("close match: cap_read_user_profile"));
+
+    // The hidden entry exists in the world but is unknown to callers and never suggested.
+    for name in ["cap_admin_purge", "cap_admin_purg", "cap_admin_purgee"] {
+        let v = validate(&engine, &json!({"steps": [call("p", name, json!({}))]}));
+        assert!(has(&v, "unknown_capability", "/steps/0/capability"), "{name}");
+        let text = serde_json::to_string(&v).unwrap();
+        assert!(!text.contains("cap_admin_purge\"") && !text.contains("close match: cap_admin"), "{text}");
+    }
+    assert!(engine.catalog_snapshot(&caller()).get("cap_admin_purge").is_none());
+}
+
+#[test]
+fn structural_codes() {
+    let engine = Workflow::new();
+    let v = validate(
+        &engine,
+        &json!({
+            "input": {},
+            "steps": [
+                {"id": "a", "kind": "cal", "capability": "cap_list_users"},
+                {"kind": "set", "value": 1},
+                {"id": "a", "kind": "set", "value": 1, "over": "x"},
+                {"id": "b#1", "kind": "set", "value": 1},
+                {"id": "c", "kind": "call", "capability": "ds_tiers"},
+                {"id": "d", "kind": "branch", "on": "gold", "arms": []}
+            ]
+        }),
+    );
+    assert!(has(&v, "unknown_member", "/input"), "{:?}", codes(&v));
+    assert!(has(&v, "unknown_step_kind", "/steps/0/kind"));
+    assert!(has(&v, "malformed_step", "/steps/1"));
+    assert!(has(&v, "duplicate_step_id", "/steps/2/id"));
+    assert!(has(&v, "unknown_member", "/steps/2/over"));
+    assert!(has(&v, "constraint", "/steps/3/id"));
+    assert!(has(&v, "not_callable", "/steps/4/capability"));
+    assert!(has(&v, "malformed_step", "/steps/5/on"));
+    assert!(has(&v, "malformed_step", "/steps/5/arms"));
+    assert!(v.plan.is_none());
+    let v = validate(&engine, &json!([1]));
+    assert!(has(&v, "malformed_program", ""));
+    let v = validate(&engine, &json!({"inputs": {"n": "int"}, "steps": []}));
+    assert!(has(&v, "invalid_input_type", "/inputs/n"));
+}
+
+#[test]
+fn arguments_and_types() {
+    let engine = Workflow::new();
+    let v = validate(
+        &engine,
+        &json!({"steps": [
+            call("a", "cap_create_ticket", json!({"user_id": 42, "titel": "x"})),
+            {"id": "b", "kind": "call", "capability": "cap_close_ticket"},
+        ]}),
+    );
+    assert!(has(&v, "missing_argument", "/steps/0/with"), "{:?}", codes(&v));
+    assert!(has(&v, "unexpected_argument", "/steps/0/with/titel"));
+    assert!(has(&v, "type_mismatch", "/steps/0/with/user_id"));
+    assert!(has(&v, "missing_argument", "/steps/1"));
+    let hint = v.diagnostics.iter().find(|d| d.code == "unexpected_argument").and_then(|d| d.hint.clone());
+    assert_eq!(hint.as_deref(), Some("close match: title"));
+}
+
+#[test]
+fn references_and_scope() {
+    let engine = Workflow::new();
+    let v = validate(
+        &engine,
+        &json!({
+            "inputs": {"userId": "string"},
+            "steps": [
+                call("early", "cap_read_user_profile", json!({"user_id": "$.steps.profile.output.user_id"})),
+                call("profile", "cap_read_user_profile", json!({"user_id": "$.input.userid"})),
+                {"id": "check", "kind": "branch", "on": "$.steps.profile.output.tier", "arms": [
+                    {"label": "gold", "equals": "gold", "steps": [{"id": "inner", "kind": "set", "value": 1}]},
+                    {"label": "other", "steps": [{"id": "peek", "kind": "set", "value": "$.steps.inner.output"}]}
+                ]},
+                {"id": "after", "kind": "set", "value": ["$.steps.inner.output", "$.vars.t", "$.steps.check.output", "$.step.x", "$.steps.profile.output.tierr"]},
+                {"id": "each", "kind": "loop", "over": "$.steps.profile.output.name", "as": "t", "steps": []}
+            ]
+        }),
+    );
+    let c = codes(&v);
+    assert!(has(&v, "out_of_scope", "/steps/0/with/user_id"), "{c:?}");
+    assert!(has(&v, "unknown_reference", "/steps/1/with/user_id"), "{c:?}");
+    assert!(has(&v, "out_of_scope", "/steps/2/arms/1/steps/0/value"), "{c:?}");
+    assert!(has(&v, "out_of_scope", "/steps/3/value/0"), "{c:?}");
+    assert!(has(&v, "out_of_scope", "/steps/3/value/1"), "{c:?}");
+    assert!(has(&v, "unknown_reference", "/steps/3/value/2"), "{c:?}");
+    assert!(has(&v, "unknown_reference", "/steps/3/value/3"), "{c:?}");
+    assert!(has(&v, "unknown_field", "/steps/3/value/4"), "{c:?}");
+    assert!(has(&v, "type_mismatch", "/steps/4/over"), "{c:?}");
+    assert!(has(&v, "unused_input", "/inputs/userId"), "{c:?}");
+    let hint =
+        v.diagnostics.iter().find(|d| d.path == "/steps/1/with/user_id".into()).and_then(|d| d.hint.clone());
+    assert_eq!(hint.as_deref(), Some("close match: userId"));
+}
+
+#[test]
+fn arms() {
+    let engine = Workflow::new();
+    let v = validate(
+        &engine,
+        &json!({"steps": [
+            call("p", "cap_read_user_profile", json!({"user_id": "42"})),
+            {"id": "b", "kind": "branch", "on": "$.steps.p.output.tier", "arms": [
+                {"label": "x", "equals": "gold", "steps": []},
+                {"label": "x", "equals": "gold", "steps": []}
+            ]},
+            {"id": "c", "kind": "branch", "on": "$.steps.p.output.tier", "arms": [
+                {"label": "any", "steps": []},
+                {"label": "gold", "equals": "gold", "steps": []}
+            ]}
+        ]}),
+    );
+    assert!(has(&v, "duplicate_arm_label", "/steps/1/arms/1/label"), "{:?}", codes(&v));
+    assert!(has(&v, "unreachable_arm", "/steps/1/arms/1/equals"));
+    assert!(has(&v, "missing_default_arm", "/steps/1/arms"));
+    assert!(has(&v, "unreachable_arm", "/steps/2/arms/1"));
+}
+
+#[test]
+fn warnings_only_program_is_valid_with_a_plan() {
+    let engine = Workflow::new();
+    let v = validate(
+        &engine,
+        &json!({"inputs": {"unused": "string"}, "steps": [call("u", "cap_list_users", json!({"extra": 1}))]}),
+    );
+    assert!(v.valid);
+    assert!(!v.diagnostics.is_empty());
+    assert!(v.diagnostics.iter().all(|d| d.severity == Severity::Warning));
+    let plan = v.plan.expect("valid programs have a plan");
+    assert_eq!(plan.max_risk, "safe");
+}
+
+#[test]
+fn plan_annotations() {
+    let engine = Workflow::new();
+    let program = json!({"steps": [
+        {"id": "users", "kind": "call", "capability": "cap_list_users"},
+        {"id": "outer", "kind": "branch", "on": "$.steps.users.output.users.0.tier", "arms": [
+            {"label": "gold", "equals": "gold", "steps": [
+                {"id": "each", "kind": "loop", "over": "$.steps.users.output.users", "as": "u", "steps": [
+                    {"id": "tier", "kind": "branch", "on": "$.vars.u.tier", "arms": [
+                        {"label": "bronze", "equals": "bronze", "steps": [
+                            call("drop", "cap_delete_user", json!({"user_id": "$.vars.u.user_id"}))
+                        ]},
+                        {"label": "rest", "steps": []}
+                    ]},
+                    call("mail", "cap_send_email", json!({"to": "x@example.com", "subject": "$.vars.u.name"}))
+                ]}
+            ]},
+            {"label": "other", "steps": []}
+        ]}
+    ]});
+    let v = validate(&engine, &program);
+    assert!(v.valid, "{:?}", codes(&v));
+    let plan = v.plan.unwrap();
+    let steps: Vec<Json> = plan.steps.iter().map(|s| serde_json::to_value(s).unwrap()).collect();
+    assert_eq!(
+        steps,
+        vec![
+            json!({"id": "users", "calls": "cap_list_users", "risk": "safe", "risk_hints": {"readOnly": true, "destructive": false, "openWorld": false}}),
+            json!({"id": "outer", "risk": "safe", "risk_hints": {"readOnly": true, "destructive": false, "openWorld": false}}),
+            json!({"id": "each", "arm": {"branch": "outer", "label": "gold"}, "risk": "safe", "risk_hints": {"readOnly": true, "destructive": false, "openWorld": false}}),
+            json!({"id": "tier", "loop": "each", "risk": "safe", "risk_hints": {"readOnly": true, "destructive": false, "openWorld": false}}),
+            json!({"id": "drop", "calls": "cap_delete_user", "arm": {"branch": "tier", "label": "bronze"}, "loop": "each", "risk": "destructive", "risk_hints": {"readOnly": false, "destructive": true, "openWorld": false}}),
+            json!({"id": "mail", "calls": "cap_send_email", "loop": "each", "risk": "external", "risk_hints": {"readOnly": false, "destructive": false, "openWorld": true}}),
+        ]
+    );
+    assert_eq!(plan.max_risk, "external");
+    assert_eq!(
+        serde_json::to_value(plan.max_risk_hints).unwrap(),
+        json!({"readOnly": false, "destructive": true, "openWorld": true})
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Execution
+
+fn core_example() -> (Json, Json) {
+    let block = json_blocks(guide("core")).remove(0);
+    let doc: Json = serde_json::from_str(&block).unwrap();
+    (doc["workflow"].clone(), doc["input"].clone())
+}
+
+#[test]
+fn trace_identity_branch_and_loop_decisions() {
+    let engine = Workflow::new();
+    let (program, input) = core_example();
+    let ran = execute(&engine, &program, Some(input));
+    assert_eq!(ran.status(), "success");
+    assert_eq!(ran.ids(), ["profile", "tickets", "check", "close_all", "close#1", "close#2", "summary"]);
+    let check = ran.step("check").decisions.clone().unwrap();
+    assert_eq!(check.len(), 1);
+    assert_eq!(check[0].took, "gold");
+    assert_eq!(check[0].because, "$.steps.profile.output.tier == \"gold\"");
+    let took: Vec<&str> =
+        ran.step("close_all").decisions.as_ref().unwrap().iter().map(|d| d.took.as_str()).collect();
+    assert_eq!(took, ["continue", "continue", "exit"]);
+    assert_eq!(ran.step("close#2").input, Some(json!({"ticket_id": "T-1002"})));
+    assert_eq!(ran.step("close#2").calls.as_deref(), Some("cap_close_ticket"));
+    assert_eq!(ran.step("summary").input, Some(Json::Null));
+    assert_eq!(
+        ran.finish.output,
+        Some(json!({"tier": "gold", "summary": {"user": "Amira Hassan", "open_before": 2}}))
+    );
+    assert_eq!(admin::fingerprint_of(&engine.world())["tickets_open"], 1);
+
+    // Silver user: default arm, the loop is never reached.
+    let ran = execute(&Workflow::new(), &program, Some(json!({"userId": "7"})));
+    assert_eq!(ran.ids(), ["profile", "tickets", "check", "summary"]);
+    let d = &ran.step("check").decisions.as_ref().unwrap()[0];
+    assert_eq!(d.took, "other");
+}
+
+#[test]
+fn zero_iteration_loop_records_one_exit() {
+    let engine = Workflow::new();
+    let program = json!({"inputs": {"userId": "string"}, "steps": [
+        call("tickets", "cap_list_open_tickets", json!({"user_id": "$.input.userId"})),
+        {"id": "each", "kind": "loop", "over": "$.steps.tickets.output.tickets", "as": "t", "steps": [
+            call("close", "cap_close_ticket", json!({"ticket_id": "$.vars.t.id"}))
+        ]}
+    ]});
+    let ran = execute(&engine, &program, Some(json!({"userId": "7"})));
+    assert_eq!(ran.status(), "success");
+    assert_eq!(ran.ids(), ["tickets", "each"]);
+    let d = ran.step("each").decisions.clone().unwrap();
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].took, "exit");
+    assert_eq!(d[0].at, "each");
+    assert_eq!(ran.finish.output, None);
+}
+
+#[test]
+fn nested_loops_qualify_ids_outermost_first() {
+    let engine = Workflow::new();
+    let program = json!({"steps": [
+        {"id": "rows", "kind": "set", "value": [[1, 2], [3]]},
+        {"id": "outer", "kind": "loop", "over": "$.steps.rows.output", "as": "row", "steps": [
+            {"id": "inner", "kind": "loop", "over": "$.vars.row", "as": "cell", "steps": [
+                {"id": "v", "kind": "set", "value": {"cell": "$.vars.cell"}}
+            ]}
+        ]}
+    ]});
+    let ran = execute(&engine, &program, None);
+    assert_eq!(ran.ids(), ["rows", "outer", "inner#1", "v#1#1", "v#1#2", "inner#2", "v#2#1"]);
+    assert_eq!(ran.step("v#1#2").output, Some(json!({"cell": 2})));
+}
+
+#[test]
+fn failures_are_error_first_then_partial() {
+    let engine = Workflow::new();
+    let first = json!({"inputs": {"userId": "string"}, "steps": [
+        call("profile", "cap_read_user_profile", json!({"user_id": "$.input.userId"}))
+    ]});
+    let ran = execute(&engine, &first, Some(json!({"userId": "99"})));
+    assert_eq!(ran.status(), "error");
+    assert_eq!(ran.step("profile").outcome.status(), "not_found");
+
+    let second = json!({"steps": [
+        call("a", "cap_close_ticket", json!({"ticket_id": "T-1004"})),
+        call("b", "cap_close_ticket", json!({"ticket_id": "T-1004"})),
+        {"id": "c", "kind": "set", "value": 1}
+    ]});
+    let ran = execute(&engine, &second, None);
+    assert_eq!(ran.status(), "partial");
+    assert_eq!(ran.ids(), ["a", "b"]);
+    assert_eq!(ran.step("b").outcome.status(), "conflict");
+    assert!(ran.finish.outcome.error().is_some());
+    assert_eq!(ran.finish.output, None);
+}
+
+#[test]
+fn input_binding_refuses_before_any_step() {
+    let engine = Workflow::new();
+    let before = admin::fingerprint_of(&engine.world());
+    let program = json!({"inputs": {"userId": "string", "n": "number"}, "steps": [
+        call("t", "cap_create_ticket", json!({"user_id": "$.input.userId", "title": "x"})),
+        {"id": "s", "kind": "set", "value": "$.input.n"}
+    ]});
+    let ran = execute(&engine, &program, Some(json!({"userId": 42, "extra": true})));
+    assert!(ran.steps.is_empty());
+    let paths: Vec<String> = ran
+        .refused
+        .iter()
+        .map(|d| {
+            assert_eq!(d.code, "input_binding");
+            match &d.path {
+                pilotage::validate::Locator::Pointer(p) => p.clone(),
+                other => format!("{other:?}"),
+            }
+        })
+        .collect();
+    assert_eq!(paths, ["/userId", "/n", "/extra"]);
+    let ran = execute(&engine, &program, None);
+    assert_eq!(ran.refused.len(), 1);
+    assert_eq!(admin::fingerprint_of(&engine.world()), before);
+}
+
+#[test]
+fn admin_tools_move_the_catalog_and_echo() {
+    let engine = Workflow::new();
+    let v1 = engine.catalog_snapshot(&caller()).version().to_owned();
+    assert_eq!(engine.catalog_snapshot(&caller()).version(), v1, "stable without changes");
+    engine.add_entry(&json!({"id": "cap_echo", "risk": "write"})).unwrap();
+    let v2 = engine.catalog_snapshot(&caller()).version().to_owned();
+    assert_ne!(v1, v2);
+    let ran = execute(&engine, &json!({"steps": [call("e", "cap_echo", json!({"a": [1, "$$x"]}))]}), None);
+    assert_eq!(ran.step("e").output, Some(json!({"a": [1, "$x"]})));
+    engine.update_entry(&json!({"id": "cap_echo", "description": "changed"})).unwrap();
+    assert_ne!(engine.catalog_snapshot(&caller()).version(), v2);
+    engine.remove_entry(&json!({"id": "cap_echo"})).unwrap();
+    assert_eq!(engine.catalog_snapshot(&caller()).version(), v1);
+    assert!(engine.add_entry(&json!({"id": "cap_admin_purge"})).is_err());
+    assert!(engine.remove_entry(&json!({"id": "cap_admin_purge"})).is_err());
+    let fp = engine.fingerprint(&json!({})).unwrap();
+    assert_eq!(fp["tickets_open"], 3);
+    assert_eq!(fp["emails_sent"], 0);
+    assert_eq!(fp["fingerprint"].as_str().unwrap().len(), 32);
+}
+
+#[test]
+fn validation_is_side_effect_free_and_fault_injection_panics() {
+    let engine = Workflow::new();
+    let (program, _) = core_example();
+    let before = engine.fingerprint(&json!({})).unwrap();
+    for _ in 0..3 {
+        assert!(validate(&engine, &program).valid);
+    }
+    assert_eq!(engine.fingerprint(&json!({})).unwrap(), before);
+    engine.inject_fault(&json!({"validator_panic": true})).unwrap();
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| validate(&engine, &program)));
+    assert!(panicked.is_err());
+    engine.inject_fault(&json!({"validator_panic": false})).unwrap();
+    assert!(validate(&engine, &program).valid);
+}
+
+#[test]
+fn loop_iterations_are_bounded() {
+    let engine = Workflow::new();
+    let items: Vec<u32> = (0..400).collect();
+    let program = json!({"steps": [
+        {"id": "rows", "kind": "set", "value": items},
+        {"id": "outer", "kind": "loop", "over": "$.steps.rows.output", "as": "a", "steps": [
+            {"id": "inner", "kind": "loop", "over": "$.steps.rows.output", "as": "b", "steps": []}
+        ]}
+    ]});
+    let ran = execute(&engine, &program, None);
+    assert_eq!(ran.status(), "partial");
+    assert_eq!(ran.step("outer").outcome.status(), "partial");
+    let inner = ran.steps.iter().filter(|s| s.id.starts_with("inner#")).count();
+    assert!(inner < 400, "{inner}");
+}

@@ -1,0 +1,103 @@
+//! `#[derive(RiskLevels)]`: a Language's engine-defined risk levels, least risky first.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+use syn::DeriveInput;
+
+use super::{impl_header, matcher, variants, with_fallback, Shape};
+use crate::errors::Errors;
+
+const FLAGS: &str = "`read_only`, `write`, `destructive`, `open_world`";
+
+/// Implement `RiskLevel`. Every variant needs `#[risk(...)]` with flags among `read_only`,
+/// `write` (no hint set), `destructive` and `open_world`.
+pub fn risk_levels(input: DeriveInput) -> TokenStream {
+    let mut errors = Errors::new();
+    let header = impl_header(&input, "RiskLevel");
+    let variants = variants(
+        &input,
+        "RiskLevels",
+        "risk",
+        &[
+            ("read_only", Shape::Flag),
+            ("write", Shape::Flag),
+            ("destructive", Shape::Flag),
+            ("open_world", Shape::Flag),
+            ("rename", Shape::Str),
+        ],
+        &mut errors,
+    );
+    let mut hints = Vec::new();
+    if let Some(variants) = &variants {
+        if variants.is_empty() {
+            errors.spanned(
+                &input.ident,
+                "a risk set needs at least one level: add variants, least risky first, e.g. `#[risk(read_only)] Safe`",
+            );
+        }
+        for v in variants {
+            let flag = |k: &str| v.arg(k).filter(|a| a.bool);
+            let (read_only, write, destructive) = (flag("read_only"), flag("write"), flag("destructive"));
+            match &v.attr {
+                None => errors.spanned(
+                    &v.ident,
+                    format!("`{}` needs #[risk(...)] with its hints among {FLAGS}, e.g. #[risk(read_only)]", v.ident),
+                ),
+                Some(attr) if v.mentioned.iter().all(|m| m == "rename") => errors.spanned(
+                    attr,
+                    format!("#[risk(...)] needs at least one of {FLAGS} (`write` for a reversible write with no hint set)"),
+                ),
+                Some(_) => {}
+            }
+            if let (Some(_), Some(attr)) = (read_only, &v.attr) {
+                if destructive.is_some() {
+                    errors.spanned(
+                        attr,
+                        format!("`{}` cannot be both `read_only` and `destructive`: a read-only level changes nothing; keep one of them", v.ident),
+                    );
+                }
+                if write.is_some() {
+                    errors.spanned(
+                        attr,
+                        format!("`{}` cannot be both `read_only` and `write`: keep one of them", v.ident),
+                    );
+                }
+            }
+            hints.push((read_only.is_some(), destructive.is_some(), flag("open_world").is_some()));
+        }
+    }
+    let Some(variants) = variants.filter(|_| errors.is_empty()) else {
+        return with_fallback(
+            &errors,
+            quote!(#header {
+                const MEMBERS: &'static [::pilotage::__private::RiskMember] = &[];
+                fn wire(self) -> &'static str { ::core::unreachable!() }
+                fn hints(self) -> ::pilotage::__private::RiskHints { ::core::unreachable!() }
+                fn rank(self) -> usize { ::core::unreachable!() }
+            }),
+        );
+    };
+    let hint = |i: usize| {
+        let (r, d, o) = hints[i];
+        quote!(::pilotage::__private::RiskHints::new(#r, #d, #o))
+    };
+    let members = variants.iter().enumerate().map(|(i, v)| {
+        let name = &v.wire;
+        let hints = hint(i);
+        quote!(::pilotage::__private::RiskMember { name: #name, hints: #hints })
+    });
+    let wire = matcher(&variants, |_, v| {
+        let w = &v.wire;
+        quote!(#w)
+    });
+    let hints_match = matcher(&variants, |i, _| hint(i));
+    let rank = matcher(&variants, |i, _| quote!(#i));
+    quote! {
+        #header {
+            const MEMBERS: &'static [::pilotage::__private::RiskMember] = &[#(#members),*];
+            fn wire(self) -> &'static str { #wire }
+            fn hints(self) -> ::pilotage::__private::RiskHints { #hints_match }
+            fn rank(self) -> usize { #rank }
+        }
+    }
+}

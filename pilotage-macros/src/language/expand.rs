@@ -1,0 +1,301 @@
+//! Code generation: the user's impl (tool attributes stripped) and `impl Engine` for its type.
+//! Every runtime item is reached through `::pilotage::__private`.
+
+use proc_macro2::{Ident, Literal, Span, TokenStream};
+use quote::quote;
+use syn::{ImplItem, ItemImpl};
+
+use super::check::{LoopTool, Model, Retention};
+
+fn ident(name: &str) -> Ident {
+    Ident::new(name, Span::call_site())
+}
+
+fn string(s: &str) -> Literal {
+    Literal::string(s)
+}
+
+/// The impl with `#[allow(dead_code)]` on methods the runtime never calls.
+fn user_impl(item: &ItemImpl, unused: &[usize]) -> ItemImpl {
+    let mut item = item.clone();
+    for index in unused {
+        if let Some(ImplItem::Fn(f)) = item.items.get_mut(*index) {
+            f.attrs.push(syn::parse_quote!(#[allow(dead_code)]));
+        }
+    }
+    item
+}
+
+/// The full expansion of a checked Language.
+pub fn expand(item: &ItemImpl, model: &Model) -> TokenStream {
+    let p = quote!(::pilotage::__private);
+    let self_ty = &item.self_ty;
+    let (impl_generics, _, where_clause) = item.generics.split_for_impl();
+    let user = user_impl(item, &model.unused_methods);
+
+    let name = string(&model.name);
+    let title = string(&model.title);
+    let program = string(&model.program);
+    let locator = ident(model.locator);
+    let caps = model.capabilities.iter().map(|c| ident(c));
+    let subs = model.sub_features.iter().map(|s| ident(s));
+    let option = |v: Option<&'static str>, ty: &str| match v {
+        Some(v) => {
+            let (ty, v) = (ident(ty), ident(v));
+            quote!(::core::option::Option::Some(#p::#ty::#v))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    let execution = option(model.execution, "ExecutionMode");
+    let trace = option(model.trace, "TraceLevel");
+    let trace_subprogram = option(model.trace_subprogram, "TraceSubprogram");
+    let promotion_authority = option(model.promotion_authority, "PromotionAuthority");
+    let retention = match &model.retention {
+        None => quote!(::core::option::Option::None),
+        Some(Retention::None) => quote!(::core::option::Option::Some(#p::Retention::None)),
+        Some(Retention::Session) => quote!(::core::option::Option::Some(#p::Retention::Session)),
+        Some(Retention::Duration { iso, secs, nanos }) => {
+            let iso = string(iso);
+            let secs = Literal::u64_suffixed(*secs);
+            let nanos = Literal::u32_suffixed(*nanos);
+            quote!(::core::option::Option::Some(#p::Retention::Duration {
+                iso: #iso,
+                length: #p::Duration::new(#secs, #nanos),
+            }))
+        }
+    };
+
+    let mut tracked = Vec::new();
+    let context_schema = match &model.context_schema {
+        Some((path, text)) => {
+            tracked.push(string(&path.to_string_lossy()));
+            let text = string(text);
+            quote!(::core::option::Option::Some(
+                #p::serde_json::from_str::<#p::serde_json::Value>(#text).unwrap_or_default()
+            ))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+
+    let guides = model.guides.iter().map(|g| {
+        tracked.push(string(&g.path.to_string_lossy()));
+        let id = string(&g.id);
+        let title = string(&g.title);
+        let level = ident(match g.level {
+            "core" => "Core",
+            "reference" => "Reference",
+            _ => "Examples",
+        });
+        let topics = g.topics.iter().map(|t| string(t));
+        let body = string(&g.body);
+        quote!(#p::GuideSource {
+            id: #id,
+            title: #title,
+            level: #p::GuideLevel::#level,
+            topics: &[#(#topics),*],
+            body: #body,
+        })
+    });
+    let guides: Vec<TokenStream> = guides.collect();
+
+    let decl = |t: &LoopTool| {
+        let name = string(&t.name);
+        let doc = string(&t.doc);
+        quote!(#p::ToolDecl { name: #name, doc: #doc })
+    };
+    let validate_decl = decl(&model.validate);
+    let some_decl = |t: &Option<LoopTool>| match t {
+        Some(t) => {
+            let d = decl(t);
+            quote!(::core::option::Option::Some(#d))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    let execute_decl = some_decl(&model.execute);
+    let trace_decl = some_decl(&model.trace_tool);
+
+    let codes = &model.codes;
+    let risk = &model.risk;
+    let statuses = match &model.statuses {
+        Some(s) => quote!(#s),
+        None => quote!(#p::NoStatus),
+    };
+    let kinds = match &model.kinds {
+        Some(k) => quote!(#k),
+        None => quote!(#p::NoKind),
+    };
+
+    let plain_specs = model.plain_tools.iter().map(|t| {
+        let name = string(&t.name);
+        let description = string(&t.description);
+        let schema = string(&t.input_schema);
+        let read_only = t.read_only;
+        quote!(#p::PlainToolSpec {
+            name: #name,
+            description: #description,
+            input_schema: #p::serde_json::from_str::<#p::serde_json::Value>(#schema).unwrap_or_default(),
+            read_only: #read_only,
+        })
+    });
+    let plain_arms = model.plain_tools.iter().map(|t| {
+        let name = string(&t.name);
+        let method = &t.method;
+        let call = if t.takes_caller {
+            quote!(<#self_ty>::#method(self, arguments, caller))
+        } else {
+            quote!(<#self_ty>::#method(self, arguments))
+        };
+        quote!(#name => ::core::option::Option::Some(#call),)
+    });
+
+    let catalog = match &model.catalog {
+        Some(method) => {
+            let call = quote!(<#self_ty>::#method(self, caller));
+            quote!(::core::option::Option::Some(#call))
+        }
+        None => quote!({
+            let _ = caller;
+            ::core::option::Option::None
+        }),
+    };
+
+    let validate = &model.validate.method;
+    let validate_call = quote!(<#self_ty>::#validate(self, &*request.program, &mut validation));
+
+    let execute = match &model.execute {
+        Some(t) => {
+            let method = &t.method;
+            let call = if t.is_async {
+                quote!(<#self_ty>::#method(self, &*request.program, &mut run).await)
+            } else {
+                quote!(<#self_ty>::#method(self, &*request.program, &mut run))
+            };
+            quote!(::std::boxed::Box::pin(async move {
+                let mut run = #p::Run::<#statuses>::new(request, recorder);
+                let finish: #p::Finish<#statuses> = #call;
+                finish.into_core()
+            }))
+        }
+        None => quote!(::std::boxed::Box::pin(async move {
+            let _ = (request, recorder);
+            #p::Finish::<#p::NoStatus>::error("execute is not declared for this Language").into_core()
+        })),
+    };
+
+    quote! {
+        #user
+
+        #(const _: &str = ::core::include_str!(#tracked);)*
+
+        #[automatically_derived]
+        impl #impl_generics #p::Engine for #self_ty #where_clause {
+            fn language_spec(&self) -> &'static #p::LanguageSpec {
+                static SPEC: #p::OnceLock<#p::LanguageSpec> = #p::OnceLock::new();
+                SPEC.get_or_init(|| #p::LanguageSpec {
+                    name: #name,
+                    title: #title,
+                    program_argument: #program,
+                    locator: #p::LocatorDialect::#locator,
+                    capabilities: #p::CapabilityDeclaration::new()
+                        #(.with(#p::Capability::#caps))*
+                        #(.with_sub(#p::SubFeature::#subs))*,
+                    execution: #execution,
+                    trace: #trace,
+                    retention: #retention,
+                    trace_subprogram: #trace_subprogram,
+                    promotion_authority: #promotion_authority,
+                    context_schema: #context_schema,
+                    tools: #p::LoopTools {
+                        validate: #validate_decl,
+                        execute: #execute_decl,
+                        trace: #trace_decl,
+                    },
+                    guides: ::std::vec![#(#guides),*],
+                    sets: #p::ClosedSets::of::<#codes, #risk, #statuses, #kinds>(),
+                    plain_tools: ::std::vec![#(#plain_specs),*],
+                    limits: #p::Limits::default(),
+                })
+            }
+
+            fn catalog_snapshot(
+                &self,
+                caller: &#p::Caller,
+            ) -> ::core::option::Option<#p::Arc<#p::CatalogSnapshot>> {
+                #catalog
+            }
+
+            fn validate_program(&self, request: &#p::ValidateRequest) -> #p::ValidationCore {
+                let mut validation = #p::Validation::<#codes, #risk>::new(request);
+                #validate_call;
+                validation.finish()
+            }
+
+            fn execute_program<'pilotage>(
+                &'pilotage self,
+                request: &'pilotage #p::ExecuteRequest,
+                recorder: #p::Recorder,
+            ) -> #p::BoxFuture<'pilotage, #p::FinishCore> {
+                #execute
+            }
+
+            fn call_plain_tool(
+                &self,
+                name: &str,
+                arguments: &#p::serde_json::Value,
+                caller: &#p::Caller,
+            ) -> ::core::option::Option<::core::result::Result<#p::serde_json::Value, ::std::string::String>> {
+                let _ = (arguments, caller);
+                match name {
+                    #(#plain_arms)*
+                    _ => ::core::option::Option::None,
+                }
+            }
+        }
+    }
+}
+
+/// What is emitted when the declaration has errors: the impl (attributes stripped, nothing
+/// flagged as unused) and an `Engine` impl that is never reached, so code that uses the engine
+/// does not add "trait not implemented" errors to ours.
+pub fn fallback(item: &ItemImpl) -> TokenStream {
+    let p = quote!(::pilotage::__private);
+    let mut user = item.clone();
+    user.attrs.push(syn::parse_quote!(#[allow(dead_code)]));
+    if item.trait_.is_some() {
+        return quote!(#user);
+    }
+    let self_ty = &item.self_ty;
+    let (impl_generics, _, where_clause) = item.generics.split_for_impl();
+    let unreachable = quote!(::core::unreachable!("#[pilotage::language] reported errors for this impl"));
+    quote! {
+        #user
+
+        #[automatically_derived]
+        impl #impl_generics #p::Engine for #self_ty #where_clause {
+            fn language_spec(&self) -> &'static #p::LanguageSpec {
+                #unreachable
+            }
+            fn catalog_snapshot(&self, _: &#p::Caller) -> ::core::option::Option<#p::Arc<#p::CatalogSnapshot>> {
+                #unreachable
+            }
+            fn validate_program(&self, _: &#p::ValidateRequest) -> #p::ValidationCore {
+                #unreachable
+            }
+            fn execute_program<'pilotage>(
+                &'pilotage self,
+                _: &'pilotage #p::ExecuteRequest,
+                _: #p::Recorder,
+            ) -> #p::BoxFuture<'pilotage, #p::FinishCore> {
+                #unreachable
+            }
+            fn call_plain_tool(
+                &self,
+                _: &str,
+                _: &#p::serde_json::Value,
+                _: &#p::Caller,
+            ) -> ::core::option::Option<::core::result::Result<#p::serde_json::Value, ::std::string::String>> {
+                #unreachable
+            }
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! Procedural macros of [pilotage](https://docs.rs/pilotage). Use them through the `pilotage`
+//! facade: `#[pilotage::language(...)]` on an engine's impl block, and the closed-set derives
+//! `Codes`, `RiskLevels`, `Statuses` and `EntryKinds`.
+//!
+//! Each macro parses its input, checks it, then expands it (modules `language::{parse, check,
+//! expand}`, `derives`, `guides`, `duration`). Every error is collected and reported in one
+//! compile, spanned at the offending tokens; on error the user's item is still emitted so IDEs
+//! keep working. Generated code reaches the runtime only through `::pilotage::__private`.
+
+use proc_macro::TokenStream;
+use proc_macro2::Span;
+use quote::quote;
+use syn::parse_macro_input;
+
+mod derives;
+mod duration;
+mod errors;
+mod guides;
+mod language;
+
+/// Declares a Pilotage Language on an engine's inherent impl block and implements
+/// `pilotage::Engine` for the type. See the `pilotage` crate documentation for the syntax.
+#[proc_macro_attribute]
+pub fn language(attr: TokenStream, item: TokenStream) -> TokenStream {
+    language::language(attr.into(), item.into()).into()
+}
+
+/// Marks the method serving a loop stage (`validate`, `execute` or `trace`) inside a
+/// `#[pilotage::language(...)]` impl. Anywhere else it is an error.
+#[proc_macro_attribute]
+pub fn loop_tool(_attr: TokenStream, item: TokenStream) -> TokenStream {
+    outside_language("loop_tool", item)
+}
+
+/// Marks a method as an ordinary MCP tool inside a `#[pilotage::language(...)]` impl. Anywhere
+/// else it is an error.
+#[proc_macro_attribute]
+pub fn plain_tool(_attr: TokenStream, item: TokenStream) -> TokenStream {
+    outside_language("plain_tool", item)
+}
+
+/// `#[loop_tool]` / `#[plain_tool]` reached on their own: the language macro strips them, so
+/// this only runs outside a language impl (or when they sit above `#[pilotage::language]`).
+fn outside_language(which: &str, item: TokenStream) -> TokenStream {
+    let item = proc_macro2::TokenStream::from(item);
+    let message = format!(
+        "`#[{which}]` only works on a method inside an impl annotated with `#[pilotage::language(...)]`"
+    );
+    let error = syn::Error::new(Span::call_site(), message).to_compile_error();
+    quote!(#item #error).into()
+}
+
+/// Implements `DiagnosticCode` for a fieldless enum: the Language's closed diagnostic-code set.
+/// Wire names are the variants' snake_case names unless `#[code(rename = "...")]`.
+#[proc_macro_derive(Codes, attributes(code))]
+pub fn derive_codes(input: TokenStream) -> TokenStream {
+    derives::codes(parse_macro_input!(input)).into()
+}
+
+/// Implements `RiskLevel` for a fieldless enum, least risky variant first. Every variant needs
+/// `#[risk(...)]` with hints among `read_only`, `write`, `destructive`, `open_world`.
+#[proc_macro_derive(RiskLevels, attributes(risk))]
+pub fn derive_risk_levels(input: TokenStream) -> TokenStream {
+    derives::risk_levels(parse_macro_input!(input)).into()
+}
+
+/// Implements `RunStatus` for a fieldless enum of engine-defined failure statuses. Every variant
+/// needs `#[status(side_effects = true|false)]`.
+#[proc_macro_derive(Statuses, attributes(status))]
+pub fn derive_statuses(input: TokenStream) -> TokenStream {
+    derives::statuses(parse_macro_input!(input)).into()
+}
+
+/// Implements `EntryKind` for a fieldless enum of catalog entry kinds; `#[kind(callable)]` marks
+/// kinds that steps can invoke, `#[kind(promoted)]` the one (callable) kind promoted programs
+/// are exposed as.
+#[proc_macro_derive(EntryKinds, attributes(kind))]
+pub fn derive_entry_kinds(input: TokenStream) -> TokenStream {
+    derives::kinds(parse_macro_input!(input)).into()
+}

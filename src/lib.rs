@@ -1,0 +1,131 @@
+//! pilotage turns an engine into a conformant Pilotage MCP server.
+//!
+//! An engine declares its Language with `#[pilotage::language(...)]` on its impl block; the
+//! macro checks the declaration at compile time (capability rules, guide folder, tool names,
+//! method shapes) and implements [`Engine`](crate::language::Engine) for the type. The runtime
+//! ([`pilotage_runtime`], re-exported here) serves the loop: manifest, guides, catalog,
+//! validate, execute and trace fetch.
+//!
+//! ```ignore
+//! use pilotage::prelude::*;
+//!
+//! #[derive(Clone, Copy, pilotage::Codes)]
+//! enum WfCode { UnknownCapability, #[code(rename = "bad_ref")] BadReference }
+//!
+//! #[derive(Clone, Copy, pilotage::RiskLevels)]
+//! enum WfRisk { #[risk(read_only)] Safe, #[risk(write)] Write, #[risk(destructive)] Destructive }
+//!
+//! struct Workflow;
+//!
+//! #[pilotage::language(
+//!     name = "workflow/v1",
+//!     title = "Workflow documents",
+//!     program = "workflow",
+//!     locator = "json-pointer",
+//!     capabilities(guides, validate, plan),
+//!     guides = "guides",                  // folder of .md guides, relative to the crate root
+//!     codes = WfCode,
+//!     risk = WfRisk,
+//! )]
+//! impl Workflow {
+//!     /// Checks a workflow document.
+//!     #[loop_tool(validate, name = "validate_workflow")]
+//!     fn validate(&self, program: &Json, v: &mut Validation<WfCode, WfRisk>) {
+//!         // report findings and plan steps on `v`
+//!     }
+//! }
+//! ```
+//!
+//! # `#[pilotage::language(...)]`
+//!
+//! Keys (each at most once):
+//!
+//! | key | value | |
+//! | --- | --- | --- |
+//! | `name` | `"family/version"` | required |
+//! | `title` | string | required |
+//! | `program` | the program-bearing argument, `[A-Za-z_][A-Za-z0-9_]*`, not a reserved argument | required |
+//! | `locator` | `"json-pointer"` or `"text-range"` | required |
+//! | `capabilities(...)` | `guides(topic_fetch)`, `catalog(search, changed_since)`, `validate`, `plan`, `execute(test_run, idempotency)`, `trace_fetch(narrate)`; sub-features optional | required; `guides` and `validate` always |
+//! | `execution` | `"immediate"`, `"deploy"` or `"both"` | iff `execute` |
+//! | `trace` | `"summary"` or `"full"` | iff `execute` |
+//! | `retention` | `"none"`, `"session"` or an ISO 8601 duration (`"PT1H"`, `"P30D"`) | iff `execute` |
+//! | `trace_subprogram` | `"opaque"` or `"expanded"` | optional |
+//! | `promotion_authority` | `"caller"` or `"promoter"` | optional |
+//! | `context_schema` | path of a JSON object schema file, relative to `CARGO_MANIFEST_DIR` | optional |
+//! | `guides` | guide folder, relative to `CARGO_MANIFEST_DIR` | required |
+//! | `codes`, `risk` | enums deriving [`Codes`] and [`RiskLevels`] | required |
+//! | `statuses` | enum deriving [`Statuses`] | optional |
+//! | `kinds` | enum deriving [`EntryKinds`] | iff `catalog` |
+//! | `catalog` | method `fn(&self, caller: &Caller) -> Arc<CatalogSnapshot>` | iff `catalog` |
+//!
+//! Methods of the impl carry the tools:
+//!
+//! - `#[loop_tool(validate, name = "...")] fn validate(&self, program: &Json, v: &mut Validation<C, R>)`
+//!   — exactly one; `&self`, synchronous, side-effect free.
+//! - `#[loop_tool(execute, name = "...")] async fn run(&self, program: &Json, run: &mut Run<S>) -> Finish<S>`
+//!   — iff `execute` is declared (may also be synchronous).
+//! - `#[loop_tool(trace, name = "...")] fn trace(&self) {}` — iff `trace_fetch` is declared; the
+//!   runtime's run store serves it, the body is never called.
+//! - `#[plain_tool(name = "...", description = "...", read_only, input_schema = r#"{...}"#)]
+//!   fn tool(&self, args: &Json) -> Result<Json, String>` (optionally `, caller: &Caller`) — any
+//!   number of ordinary MCP tools. Without `description` the doc comment is used.
+//!
+//! A loop tool's doc comment becomes the extra text of its description.
+//!
+//! # Guide folders
+//!
+//! Every `*.md` file of the folder (by file name) is one guide, with front matter:
+//!
+//! ```text
+//! ---
+//! id: core
+//! title: Workflow core guide
+//! level: core            # core | reference | examples
+//! topics: [steps, calls]
+//! ---
+//! # Body in markdown
+//! ```
+//!
+//! The folder needs a `core` guide, and exactly one `reference` guide with the topic
+//! `closed-sets`. Editing a guide rebuilds the crate; adding or removing a guide file is
+//! noticed at the next rebuild of the crate (touch the source file, or use a build script with
+//! `cargo:rerun-if-changed=<folder>`).
+#![warn(missing_docs)]
+
+pub use pilotage_runtime::*;
+
+/// Declares a Pilotage Language on an engine's impl block and implements
+/// [`Engine`](crate::language::Engine) for the type. See the [crate documentation](crate).
+pub use pilotage_macros::language;
+
+/// Marks the method that serves a loop stage (`validate`, `execute` or `trace`) inside a
+/// `#[pilotage::language(...)]` impl.
+pub use pilotage_macros::loop_tool;
+
+/// Marks a method as an ordinary MCP tool inside a `#[pilotage::language(...)]` impl.
+pub use pilotage_macros::plain_tool;
+
+/// Derives [`DiagnosticCode`](crate::closed_sets::DiagnosticCode) for a fieldless enum. Wire
+/// names are the snake_case variant names, or `#[code(rename = "...")]`.
+pub use pilotage_macros::Codes;
+
+/// Derives [`RiskLevel`](crate::closed_sets::RiskLevel) for a fieldless enum, least risky
+/// variant first; each variant has `#[risk(...)]` with `read_only`, `write`, `destructive`,
+/// `open_world`.
+pub use pilotage_macros::RiskLevels;
+
+/// Derives [`RunStatus`](crate::closed_sets::RunStatus) for a fieldless enum of engine-defined
+/// failure statuses; each variant has `#[status(side_effects = true|false)]`.
+pub use pilotage_macros::Statuses;
+
+/// Derives [`EntryKind`](crate::closed_sets::EntryKind) for a fieldless enum of catalog entry
+/// kinds; `#[kind(callable)]` marks kinds that steps can invoke, `#[kind(promoted)]` the one
+/// (callable) kind promoted programs are exposed as.
+pub use pilotage_macros::EntryKinds;
+
+/// The names an engine's code uses: the runtime's prelude plus the tool attributes.
+pub mod prelude {
+    pub use pilotage_macros::{loop_tool, plain_tool};
+    pub use pilotage_runtime::prelude::*;
+}

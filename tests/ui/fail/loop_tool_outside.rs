@@ -1,0 +1,17 @@
+use pilotage::prelude::*;
+
+struct Engine;
+
+impl Engine {
+    #[loop_tool(validate, name = "validate_x")]
+    fn validate(&self, _program: &Json) {}
+
+    #[pilotage::plain_tool(name = "tool")]
+    fn tool(&self, _args: &Json) -> Result<Json, String> {
+        Ok(Json::Null)
+    }
+}
+
+fn main() {
+    let _ = Engine;
+}
