@@ -60,6 +60,7 @@ pub mod __private {
         PromotionAuthority, Retention, ToolDecl, TraceLevel, TraceSubprogram,
     };
     pub use crate::risk::RiskHints;
+    pub use crate::trace::TraceFetchResponse;
     pub use crate::validate::{ValidateRequest, Validation, ValidationCore};
     pub use futures::future::BoxFuture;
     pub use serde_json;

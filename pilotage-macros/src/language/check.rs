@@ -102,6 +102,8 @@ pub struct Model {
     pub kinds: Option<syn::Path>,
     /// The catalog method.
     pub catalog: Option<Ident>,
+    /// The narration method.
+    pub narrate: Option<Ident>,
     pub validate: LoopTool,
     pub execute: Option<LoopTool>,
     pub trace_tool: Option<LoopTool>,
@@ -227,6 +229,20 @@ pub fn check(args: Args, tools: &[RawTool], item: &ItemImpl, errors: &mut Errors
         }
     }
 
+    if let Some(caps) = &caps {
+        let narrate = caps.get("trace_fetch").and_then(|c| c.subs.iter().find(|s| *s == "narrate"));
+        match (narrate, &args.narrate) {
+            (Some(sub), None) => errors.spanned(
+                sub,
+                "`trace_fetch(narrate)` is declared, so `narrate = method` is required: add `narrate = narrate_run` (a method `fn(&self, run: &TraceFetchResponse, question: Option<&str>) -> Option<String>`)",
+            ),
+            (None, Some(entry)) => errors.spanned(
+                &entry.meta,
+                "`narrate = ...` applies only with `trace_fetch(narrate)`: declare the sub-feature, or remove this key",
+            ),
+            _ => {}
+        }
+    }
     let written = args.name.as_ref().map(|e| e.value.value()).unwrap_or_default();
     let family = Some(written.split('/').next().unwrap_or_default().trim())
         .filter(|f| !f.is_empty())
@@ -269,6 +285,7 @@ pub fn check(args: Args, tools: &[RawTool], item: &ItemImpl, errors: &mut Errors
         statuses: args.statuses.map(|e| e.value),
         kinds: args.kinds.map(|e| e.value),
         catalog: args.catalog.map(|e| e.value),
+        narrate: args.narrate.map(|e| e.value),
         validate,
         execute,
         trace_tool,

@@ -159,6 +159,18 @@ pub fn expand(item: &ItemImpl, model: &Model) -> TokenStream {
         }),
     };
 
+    let narrate = model.narrate.as_ref().map(|method| {
+        quote! {
+            fn narrate(
+                &self,
+                run: &#p::TraceFetchResponse,
+                question: ::core::option::Option<&str>,
+            ) -> ::core::option::Option<::std::string::String> {
+                <#self_ty>::#method(self, run, question)
+            }
+        }
+    });
+
     let validate = &model.validate.method;
     let validate_call = quote!(<#self_ty>::#validate(self, &*request.program, &mut validation));
 
@@ -237,6 +249,8 @@ pub fn expand(item: &ItemImpl, model: &Model) -> TokenStream {
             ) -> #p::BoxFuture<'pilotage, #p::FinishCore> {
                 #execute
             }
+
+            #narrate
 
             fn call_plain_tool(
                 &self,

@@ -11,7 +11,7 @@ use syn::{Attribute, Expr, ExprLit, Ident, ImplItem, ItemImpl, Lit, LitBool, Lit
 use crate::errors::{closest, unknown, Errors};
 
 /// Every key of `#[pilotage::language(...)]`.
-pub const KEYS: [&str; 17] = [
+pub const KEYS: [&str; 18] = [
     "name",
     "title",
     "program",
@@ -29,6 +29,7 @@ pub const KEYS: [&str; 17] = [
     "statuses",
     "kinds",
     "catalog",
+    "narrate",
 ];
 
 /// A key and its value, with the whole `key = value` for spans.
@@ -69,6 +70,7 @@ pub struct Args {
     pub statuses: Option<Entry<syn::Path>>,
     pub kinds: Option<Entry<syn::Path>>,
     pub catalog: Option<Entry<Ident>>,
+    pub narrate: Option<Entry<Ident>>,
     /// Keys that were written (even with a bad value) or that a misspelled key was taken
     /// for: no "missing key" error for them.
     pub mentioned: Vec<&'static str>,
@@ -93,6 +95,7 @@ fn example(key: &str) -> &'static str {
         "statuses" => "statuses = MyStatuses",
         "kinds" => "kinds = MyKinds",
         "catalog" => "catalog = catalog_snapshot",
+        "narrate" => "narrate = narrate_run",
         _ => "capabilities(guides, validate)",
     }
 }
@@ -141,6 +144,7 @@ pub fn parse_args(tokens: TokenStream, errors: &mut Errors) -> Args {
             "statuses" => slot!(statuses, type_path),
             "kinds" => slot!(kinds, type_path),
             "catalog" => slot!(catalog, method),
+            "narrate" => slot!(narrate, method),
             "capabilities" => slot!(capabilities, capabilities),
             _ => {
                 args.mentioned.extend(closest(&k, &KEYS));

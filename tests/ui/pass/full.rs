@@ -73,10 +73,15 @@ struct Workflow {
     statuses = WfStatus,
     kinds = WfKind,
     catalog = catalog_snapshot,
+    narrate = narrate_run,
 )]
 impl Workflow {
     fn catalog_snapshot(&self, _caller: &Caller) -> Arc<CatalogSnapshot> {
         self.snapshot.clone()
+    }
+
+    fn narrate_run(&self, run: &pilotage::trace::TraceFetchResponse, question: Option<&str>) -> Option<String> {
+        Some(format!("run {} ended {}; asked: {}", run.run_id, run.outcome.status(), question.unwrap_or("nothing")))
     }
 
     /// Checks a workflow document.
