@@ -623,6 +623,7 @@ async fn run_checked(
         caller: session.caller.clone(),
         mode,
         test_run,
+        promoted: Arc::new(session.promoted_bodies(l)),
     };
     let recorder = Recorder::new(info.limits.max_steps);
     let engine = session.engines[l].clone();

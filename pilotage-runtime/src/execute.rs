@@ -92,6 +92,8 @@ pub struct ExecuteRequest {
     pub mode: ExecutionMode,
     /// A side-effect-free test run.
     pub test_run: bool,
+    /// The bodies of the caller's promoted programs of this Language, by reference.
+    pub promoted: Arc<std::collections::BTreeMap<String, Arc<Value>>>,
 }
 
 /// A failure status: a reserved one or one of the engine's own `S`.
@@ -179,6 +181,10 @@ pub struct Recorder(Arc<Mutex<RecorderState>>);
 struct RecorderState {
     steps: Vec<TraceStep>,
     loops: Vec<LoopFrame>,
+    /// `call#n/` prefixes of the expanded sub-programs being recorded.
+    prefix: String,
+    /// The caller's prefix and loops, saved while a sub-program is expanded.
+    outer: Vec<(String, Vec<LoopFrame>)>,
     max_steps: usize,
     /// Steps plus loop decisions recorded: the unit the step bound counts.
     work: usize,
@@ -194,6 +200,8 @@ impl Recorder {
         Recorder(Arc::new(Mutex::new(RecorderState {
             steps: Vec::new(),
             loops: Vec::new(),
+            prefix: String::new(),
+            outer: Vec::new(),
             max_steps,
             work: 0,
             exceeded: false,
@@ -233,7 +241,7 @@ impl Recorder {
 
 impl RecorderState {
     fn qualified(&self, id: &str) -> String {
-        let mut q = id.to_owned();
+        let mut q = format!("{}{id}", self.prefix);
         for f in &self.loops {
             q.push('#');
             q.push_str(&f.iteration.to_string());
@@ -264,6 +272,13 @@ impl RecorderState {
 #[must_use = "end the loop with Run::exit_loop"]
 pub struct LoopHandle {
     id: String,
+    depth: usize,
+}
+
+/// An expanded sub-program, returned by [`Run::enter_subprogram`].
+#[derive(Debug)]
+#[must_use = "end the sub-program with Run::exit_subprogram"]
+pub struct SubprogramHandle {
     depth: usize,
 }
 
@@ -308,6 +323,37 @@ impl<S: RunStatus> Run<S> {
     pub fn is_test_run(&self) -> bool {
         self.request.test_run
     }
+    /// The body of the caller's promoted program `reference`, to call as a sub-program.
+    pub fn promoted(&self, reference: &str) -> Option<Arc<Value>> {
+        self.request.promoted.get(reference).cloned()
+    }
+
+    /// Start recording the internal steps of an expanded sub-program called by step `call_id`
+    /// (`trace_subprogram: "expanded"`): until [`Run::exit_subprogram`], ids are prefixed with
+    /// the call's iteration-qualified id and `/`, and loop counters start afresh.
+    pub fn enter_subprogram(&mut self, call_id: &str) -> SubprogramHandle {
+        let mut st = self.recorder.state();
+        let prefix = format!("{}/", st.qualified(call_id));
+        let loops = std::mem::take(&mut st.loops);
+        let saved = std::mem::replace(&mut st.prefix, prefix);
+        st.outer.push((saved, loops));
+        SubprogramHandle { depth: st.outer.len() }
+    }
+
+    /// Stop expanding the sub-program entered with `handle`.
+    pub fn exit_subprogram(&mut self, handle: SubprogramHandle) {
+        let mut st = self.recorder.state();
+        while st.outer.len() >= handle.depth {
+            match st.outer.pop() {
+                Some((prefix, loops)) => {
+                    st.prefix = prefix;
+                    st.loops = loops;
+                }
+                None => break,
+            }
+        }
+    }
+
     /// Whether to stop now: the step bound (steps and loop decisions) is used up, or the time
     /// bound ran out. Check it before every step with effects and every loop iteration.
     pub fn should_stop(&self) -> bool {

@@ -140,6 +140,9 @@ impl Promotions {
         self.items.insert(p.entry.id.clone(), p.clone());
         p
     }
+    pub fn bodies(&self) -> BTreeMap<String, Arc<Value>> {
+        self.items.iter().map(|(k, p)| (k.clone(), p.body.clone())).collect()
+    }
     pub fn get(&self, reference: &str) -> Option<Arc<Promoted>> {
         self.items.get(reference).cloned()
     }

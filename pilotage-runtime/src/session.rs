@@ -48,4 +48,11 @@ impl Session {
     pub fn promoted(&self, lang: usize, reference: &str) -> Option<Arc<Promoted>> {
         self.promotions.get(lang)?.lock().unwrap_or_else(|p| p.into_inner()).get(reference)
     }
+
+    pub fn promoted_bodies(&self, lang: usize) -> std::collections::BTreeMap<String, Arc<serde_json::Value>> {
+        self.promotions
+            .get(lang)
+            .map(|p| p.lock().unwrap_or_else(|p| p.into_inner()).bodies())
+            .unwrap_or_default()
+    }
 }

@@ -67,6 +67,7 @@ fn execute(engine: &Workflow, program: &Json, input: Option<Json>) -> Ran {
         caller: caller(),
         mode: ExecutionMode::Immediate,
         test_run: false,
+        promoted: Default::default(),
     };
     let recorder = Recorder::new(10_000);
     let finish = futures::executor::block_on(Engine::execute_program(engine, &request, recorder.clone()));

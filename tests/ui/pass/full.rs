@@ -213,6 +213,7 @@ async fn main() {
         caller: Caller::new("me"),
         mode: ExecutionMode::Immediate,
         test_run: false,
+        promoted: Default::default(),
     };
     let ok = engine.execute_program(&request(json!({})), Recorder::new(10)).await;
     assert!(ok.outcome.ok());

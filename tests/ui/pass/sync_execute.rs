@@ -53,6 +53,7 @@ fn main() {
         caller: Caller::new("me"),
         mode: ExecutionMode::Deploy,
         test_run: false,
+        promoted: Default::default(),
     };
     let recorder = Recorder::new(10);
     let finish = futures_lite_block_on(Text.execute_program(&request, recorder.clone()));
