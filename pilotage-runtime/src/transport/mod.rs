@@ -36,7 +36,8 @@ pub(crate) fn invalid_request(value: &serde_json::Value) -> Option<serde_json::V
     let Value::Object(m) = value else {
         return Some(invalid_request_reply(Value::Null));
     };
-    let id_ok = |v: Option<&Value>| matches!(v, None | Some(Value::String(_) | Value::Number(_) | Value::Null));
+    let id_ok =
+        |v: Option<&Value>| matches!(v, None | Some(Value::String(_) | Value::Number(_) | Value::Null));
     let version_ok = m.get("jsonrpc") == Some(&Value::String("2.0".into()));
     let request = matches!(m.get("method"), Some(Value::String(_))) && id_ok(m.get("id"));
     let response = m.contains_key("id") && (m.contains_key("result") != m.contains_key("error"));
