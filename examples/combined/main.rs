@@ -1,1 +1,110 @@
-fn main(){}
+//! One Pilotage server hosting two Languages: `workflow/v1` (JSON workflow documents) and
+//! `sql/sqlite-3` (SQL text over SQLite).
+//!
+//! ```text
+//! cargo run --example combined                          # MCP over stdio
+//! cargo run --example combined -- --http 127.0.0.1:8789 # Streamable HTTP at /mcp
+//! cargo run --example combined -- --db ./shop.sqlite    # the database sql/sqlite-3 copies
+//! ```
+//!
+//! One manifest lists both Languages; `pilotage_get_guide` and `pilotage_catalog` route by
+//! their `language` argument; each Language keeps its own loop tools (`validate_workflow`,
+//! `run_workflow`, `trace_run`; `validate_sql`, `run_sql`, `trace_sql`) and plain tools.
+//!
+//! Capabilities are declared once at server level (`guides`, `catalog` with `search` and
+//! `changed_since`, `validate`, `plan`, `execute`, `trace_fetch`) and overridden per Language
+//! where the Language declares otherwise: `sql/sqlite-3` declares `catalog: {search}`, so its
+//! effective catalog has no `changed_since`. Every manifest entry carries its effective map.
+//!
+//! Each MCP session gets its own seeded workflow world and its own private copy of the
+//! database (see `examples/sql`).
+
+#[allow(dead_code)]
+#[path = "../workflow/engine/mod.rs"]
+mod workflow;
+
+#[allow(dead_code)]
+#[path = "../sql/engine/mod.rs"]
+mod sql;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use clap::Parser;
+use pilotage::capabilities::{Capability, CapabilityDeclaration, SubFeature};
+use pilotage::transport::http::HttpOptions;
+use pilotage::Server;
+
+/// Serve workflow/v1 and sql/sqlite-3 on one Pilotage server.
+#[derive(Parser, Debug)]
+#[command(name = "combined", version, about)]
+struct Cli {
+    /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// The SQLite database file each session copies (created with the demo schema and rows
+    /// when it does not exist; default as for the `sql` example).
+    #[arg(long, value_name = "PATH")]
+    db: Option<PathBuf>,
+    /// Accepted Host header values for HTTP (default: loopback names only).
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    allowed_hosts: Vec<String>,
+}
+
+/// The server-level capability defaults.
+pub fn defaults() -> CapabilityDeclaration {
+    CapabilityDeclaration::new()
+        .with(Capability::Guides)
+        .with(Capability::Validate)
+        .with(Capability::Plan)
+        .with(Capability::Execute)
+        .with(Capability::TraceFetch)
+        .with_sub(SubFeature::Search)
+        .with_sub(SubFeature::ChangedSince)
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(false).init();
+    match serve(Cli::parse()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve(cli: Cli) -> anyhow::Result<()> {
+    let path = cli.db.clone().unwrap_or_else(sql::default_database);
+    if sql::seed_file(&path).map_err(anyhow::Error::msg)? {
+        tracing::info!(path = %path.display(), "created the demo database");
+    }
+    if let Err(e) = sql::Sql::copy_of(&path) {
+        bail!("{e}");
+    }
+    let server = Server::builder()
+        .name("pilotage-combined", env!("CARGO_PKG_VERSION"))
+        .default_capabilities(defaults())
+        .language(workflow::Workflow::new)
+        .language(sql::Sql::factory(Some(path.clone())))
+        .build()
+        .context("building the Pilotage server")?;
+    match cli.http {
+        None => {
+            tracing::info!(db = %path.display(), "serving workflow/v1 and sql/sqlite-3 over stdio");
+            server.serve_stdio().await.context("serving stdio")?;
+        }
+        Some(addr) => {
+            let options = HttpOptions {
+                stateless: false,
+                allowed_hosts: (!cli.allowed_hosts.is_empty()).then_some(cli.allowed_hosts),
+            };
+            tracing::info!(%addr, db = %path.display(), "serving workflow/v1 and sql/sqlite-3 over Streamable HTTP at /mcp");
+            server.serve_http(addr, options).await.with_context(|| format!("serving HTTP on {addr}"))?;
+        }
+    }
+    Ok(())
+}

@@ -275,6 +275,17 @@ pub struct LoopHandle {
     depth: usize,
 }
 
+/// Whether a run must stop; see [`Run::stop_signal`].
+#[derive(Clone, Debug)]
+pub struct StopSignal(Recorder);
+
+impl StopSignal {
+    /// True once the step bound is used up or the time bound ran out.
+    pub fn is_set(&self) -> bool {
+        self.0.should_stop()
+    }
+}
+
 /// An expanded sub-program, returned by [`Run::enter_subprogram`].
 #[derive(Debug)]
 #[must_use = "end the sub-program with Run::exit_subprogram"]
@@ -323,6 +334,12 @@ impl<S: RunStatus> Run<S> {
     pub fn is_test_run(&self) -> bool {
         self.request.test_run
     }
+    /// A handle that tells, from any thread, whether the run must stop (bounds exceeded or time
+    /// up): hand it to blocking engine code, e.g. a database progress callback.
+    pub fn stop_signal(&self) -> StopSignal {
+        StopSignal(self.recorder.clone())
+    }
+
     /// The body of the caller's promoted program `reference`, to call as a sub-program.
     pub fn promoted(&self, reference: &str) -> Option<Arc<Value>> {
         self.request.promoted.get(reference).cloned()

@@ -185,6 +185,17 @@ impl ServerBuilder {
         if langs.is_empty() {
             problems.push("a Pilotage server needs at least one Language".to_owned());
         }
+        let mut guide_ids: HashMap<&str, &str> = HashMap::new();
+        for l in &langs {
+            for g in &l.spec.guides {
+                if let Some(other) = guide_ids.insert(g.id, l.spec.name) {
+                    problems.push(format!(
+                        "guide id `{}` is used by {other} and {}: guide ids are unique across the server (Part II §5.2); prefix them with the family",
+                        g.id, l.spec.name
+                    ));
+                }
+            }
+        }
         let entries: Vec<LanguageEntry> =
             langs.iter().map(|l| LanguageEntry::of(l.spec, &l.effective)).collect();
         for (i, e) in entries.iter().enumerate() {

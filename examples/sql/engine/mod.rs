@@ -17,7 +17,7 @@
 //! Integration tests include this module with
 //! `#[path = "../examples/sql/engine/mod.rs"] mod sql;`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use pilotage::prelude::*;
@@ -28,7 +28,22 @@ mod db;
 mod run;
 mod text;
 
-pub use db::{seed_file, DEMO_SCHEMA};
+/// Create the database file at `path` with the demo schema and rows unless it exists;
+/// returns whether it was created.
+pub fn seed_file(path: &Path) -> Result<bool, String> {
+    db::seed_file(path)
+}
+
+/// The default database file: `$XDG_DATA_HOME/pilotage-sql-demo/demo.sqlite`, else
+/// `<repository>/target/pilotage-sql-demo/demo.sqlite`. Created and seeded with the demo
+/// schema and rows by [`seed_file`] on first start.
+pub fn default_database() -> PathBuf {
+    let base = match std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"),
+    };
+    base.join("pilotage-sql-demo").join("demo.sqlite")
+}
 
 /// The closed diagnostic-code set (the reserved `constraint`, `input_binding` and
 /// `context_binding` are added by the derive).
@@ -101,13 +116,15 @@ impl Sql {
     /// A factory for `ServerBuilder::language`: every call (every MCP session) copies
     /// `source` afresh, or seeds the demo in memory when `source` is `None`. A copy that fails
     /// (the file vanished) is logged and replaced by the seeded demo.
-    pub fn factory(source: Option<std::path::PathBuf>) -> impl Fn() -> Sql + Send + Sync + 'static {
-        move || match &source {
+    pub fn factory(source: Option<PathBuf>) -> impl Fn() -> Sql + Send + Sync + 'static {
+        move || {
+            match &source {
             None => Sql::demo(),
             Some(path) => Sql::copy_of(path).unwrap_or_else(|e| {
                 tracing::error!(path = %path.display(), error = %e, "cannot copy the database; serving the demo");
                 Sql::demo()
             }),
+        }
         }
     }
 
@@ -149,7 +166,7 @@ impl Sql {
 )]
 impl Sql {
     /// A program is SQL text (a JSON string): statements separated by `;`, named `stmt-1`,
-    /// `stmt-2`, ... Read the `core` guide first. Diagnostics carry 1-based text ranges.
+    /// `stmt-2`, ... Read the `sql-core` guide first. Diagnostics carry 1-based text ranges.
     #[loop_tool(validate, name = "validate_sql")]
     fn validate(&self, program: &Json, v: &mut Validation<SqlCode, SqlRisk>) {
         check::validate(&self.db, program, v);

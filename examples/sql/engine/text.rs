@@ -68,7 +68,6 @@ pub fn significant(t: &TokenWithSpan) -> bool {
 pub struct Placeholder {
     /// The name without the colon.
     pub name: String,
-    pub range: TextRange,
 }
 
 /// A placeholder in a form outside the Language (`?`, `?1`, `$x`, `@x`).
@@ -176,8 +175,7 @@ fn placeholders(tokens: &[TokenWithSpan]) -> (Vec<Placeholder>, Vec<BadPlacehold
         let next = tokens.get(i + 1).filter(|n| n.span.start == t.span.end);
         match (&t.token, next.map(|n| &n.token)) {
             (Token::Colon, Some(Token::Word(w))) if w.quote_style.is_none() => {
-                let end = next.map(|n| n.span.end).unwrap_or(t.span.end);
-                good.push(Placeholder { name: w.value.clone(), range: range(t.span.start, end) });
+                good.push(Placeholder { name: w.value.clone() });
             }
             (Token::AtSign, Some(Token::Word(w))) => {
                 let end = next.map(|n| n.span.end).unwrap_or(t.span.end);
@@ -187,7 +185,7 @@ fn placeholders(tokens: &[TokenWithSpan]) -> (Vec<Placeholder>, Vec<BadPlacehold
                 bad.push(BadPlaceholder { text: p.clone(), range: token_range(t) });
             }
             (Token::Placeholder(p), _) => {
-                good.push(Placeholder { name: p[1..].to_owned(), range: token_range(t) });
+                good.push(Placeholder { name: p[1..].to_owned() });
             }
             _ => {}
         }

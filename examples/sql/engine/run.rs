@@ -1,0 +1,237 @@
+//! Execution: the program is checked again exactly as validation checks it (same statements,
+//! same identifiers), `input` is bound to the `:name` placeholders, and the statements run in
+//! order inside one transaction. Each statement records one trace step (`stmt-N`, with its
+//! SQL and parameters as input and its rows or change count as output), followed by one step
+//! per table reference (`stmt-N.ref-K`, calling the entry). The first failing statement ends
+//! the run and rolls the whole transaction back.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use pilotage::execute::Failure;
+use pilotage::prelude::*;
+use pilotage::validate::ValidateRequest;
+use rusqlite::types::Value as SqlValue;
+use rusqlite::ErrorCode;
+
+use super::check::{self, Access, Analysis};
+use super::db::{cell, Db};
+use super::text::Statement;
+use super::{SqlCode, SqlRisk, SqlStatus};
+
+/// Rows one statement's output carries at most; `more_rows: true` says some were left unread.
+pub const ROW_LIMIT: usize = 1000;
+
+/// Statements still running this long after the run started are interrupted (`timeout`).
+pub const TIME_LIMIT: Duration = Duration::from_secs(5);
+
+fn access_name(a: Access) -> &'static str {
+    match a {
+        Access::Read => "read",
+        Access::Insert => "insert",
+        Access::Update => "update",
+        Access::Delete => "delete",
+        Access::Drop => "drop",
+    }
+}
+
+fn pointer_token(name: &str) -> String {
+    name.replace('~', "~0").replace('/', "~1")
+}
+
+/// Bind `input` to the placeholders `names` (Part II §6.5.5): every name present with a
+/// scalar value, no other key. Problems are reported with `reject_input`.
+fn bind(
+    names: &[String],
+    input: Option<&Json>,
+    run: &mut Run<SqlStatus>,
+) -> Option<serde_json::Map<String, Json>> {
+    let empty = serde_json::Map::new();
+    let object = match input {
+        None => &empty,
+        Some(Json::Object(o)) => o,
+        Some(_) => {
+            run.reject_input("", "input must be an object mapping each :name placeholder to its value");
+            return None;
+        }
+    };
+    let mut ok = true;
+    for name in names {
+        match object.get(name) {
+            None => {
+                run.reject_input(
+                    format!("/{}", pointer_token(name)),
+                    format!("missing value for placeholder :{name}"),
+                );
+                ok = false;
+            }
+            Some(Json::Array(_) | Json::Object(_)) => {
+                run.reject_input(
+                    format!("/{}", pointer_token(name)),
+                    format!(":{name} takes a string, number, boolean or null, not an array or object"),
+                );
+                ok = false;
+            }
+            Some(_) => {}
+        }
+    }
+    for key in object.keys().filter(|k| !names.contains(k)) {
+        run.reject_input(format!("/{}", pointer_token(key)), format!("no placeholder :{key} in the program"));
+        ok = false;
+    }
+    ok.then(|| object.clone())
+}
+
+fn sql_value(v: &Json) -> SqlValue {
+    match v {
+        Json::Null => SqlValue::Null,
+        Json::Bool(b) => SqlValue::Integer(i64::from(*b)),
+        Json::Number(n) => match n.as_i64() {
+            Some(i) => SqlValue::Integer(i),
+            None => SqlValue::Real(n.as_f64().unwrap_or(0.0)),
+        },
+        Json::String(s) => SqlValue::Text(s.clone()),
+        other => SqlValue::Text(other.to_string()),
+    }
+}
+
+/// Run one statement; its output, or the failure status and message.
+fn statement(
+    db: &Db,
+    stmt: &Statement,
+    params: &serde_json::Map<String, Json>,
+) -> Result<Json, (Failure<SqlStatus>, String)> {
+    let fail = |e: rusqlite::Error| {
+        let status = match e.sqlite_error_code() {
+            Some(ErrorCode::ConstraintViolation) => Failure::Engine(SqlStatus::ConstraintViolated),
+            Some(ErrorCode::OperationInterrupted) => Failure::Engine(SqlStatus::Timeout),
+            _ => Failure::Error,
+        };
+        let message = match (&e, status) {
+            (_, Failure::Engine(SqlStatus::Timeout)) => {
+                format!("interrupted after {}s", TIME_LIMIT.as_secs())
+            }
+            (rusqlite::Error::SqliteFailure(_, Some(m)), _) => m.clone(),
+            (other, _) => other.to_string(),
+        };
+        (status, message)
+    };
+    let mut st = db.conn.prepare(&stmt.sql).map_err(fail)?;
+    for name in stmt.parameter_names() {
+        if let Some(i) = st.parameter_index(&format!(":{name}")).map_err(fail)? {
+            st.raw_bind_parameter(i, sql_value(params.get(&name).unwrap_or(&Json::Null))).map_err(fail)?;
+        }
+    }
+    let n = st.column_count();
+    if n == 0 {
+        let changes = st.raw_execute().map_err(fail)?;
+        return Ok(json!({"changes": changes}));
+    }
+    let columns: Vec<String> = st.column_names().into_iter().map(str::to_owned).collect();
+    let mut rows = st.raw_query();
+    let mut out = Vec::new();
+    let mut more = false;
+    while let Some(row) = rows.next().map_err(fail)? {
+        if out.len() == ROW_LIMIT {
+            more = true;
+            break;
+        }
+        let cells: Vec<Json> =
+            (0..n).map(|i| row.get_ref(i).map(cell)).collect::<Result<_, _>>().map_err(fail)?;
+        out.push(Json::Array(cells));
+    }
+    let mut output = json!({"columns": columns, "rows": out});
+    if more {
+        output["more_rows"] = json!(true);
+    }
+    Ok(output)
+}
+
+/// Execute a program that passed validation. Returns how the run ends and whether the
+/// schema changed (a committed DROP TABLE).
+pub fn execute(db: &Mutex<Db>, program: &Json, run: &mut Run<SqlStatus>) -> (Finish<SqlStatus>, bool) {
+    let db = db.lock().unwrap_or_else(|p| p.into_inner());
+    let request = ValidateRequest {
+        program: Arc::new(program.clone()),
+        context: None,
+        catalog: run.catalog().map(|c| Arc::new(c.clone())),
+        caller: run.caller().clone(),
+    };
+    let mut v = Validation::<SqlCode, SqlRisk>::new(&request);
+    let checked: Vec<(Statement, Analysis)> = check::check(&db, program, &mut v);
+    if v.has_errors() {
+        return (Finish::error("the program no longer validates against this database"), false);
+    }
+    let mut names: Vec<String> = Vec::new();
+    for (stmt, _) in &checked {
+        for n in stmt.parameter_names() {
+            if !names.contains(&n) {
+                names.push(n);
+            }
+        }
+    }
+    let input = run.input().cloned();
+    let Some(params) = bind(&names, input.as_ref(), run) else {
+        return (Finish::error("the input does not bind"), false);
+    };
+
+    if let Err(e) = db.admin(|c| c.execute_batch("BEGIN IMMEDIATE")) {
+        return (Finish::error(format!("cannot open the transaction: {e}")), false);
+    }
+    let rollback = |db: &Db| {
+        let _ = db.admin(|c| c.execute_batch("ROLLBACK"));
+        db.set_deadline(None);
+    };
+    db.set_deadline(Some(Instant::now() + TIME_LIMIT));
+    let mut last = Json::Null;
+    let mut drops = false;
+    for (i, (stmt, analysis)) in checked.iter().enumerate() {
+        if run.should_stop() {
+            rollback(&db);
+            return (
+                Finish::partial(format!("stopped before {} at the run's bound; the transaction was rolled back: no change persists", stmt.id)),
+                false,
+            );
+        }
+        let used: serde_json::Map<String, Json> = stmt
+            .parameter_names()
+            .into_iter()
+            .filter_map(|n| params.get(&n).map(|v| (n, v.clone())))
+            .collect();
+        let input = json!({"sql": stmt.sql, "params": used});
+        match statement(&db, stmt, &params) {
+            Ok(output) => {
+                run.step(&stmt.id).input(input).output(output.clone()).succeeded();
+                for (k, r) in analysis.refs.iter().enumerate() {
+                    run.step(&format!("{}.ref-{}", stmt.id, k + 1))
+                        .calls(r.entry.clone())
+                        .input(json!({"access": access_name(r.access)}))
+                        .succeeded();
+                }
+                drops |= analysis.drops;
+                last = output;
+            }
+            Err((status, message)) => {
+                run.step(&stmt.id).input(input).failed(status, message.clone());
+                rollback(&db);
+                let summary = format!(
+                    "{} failed: {message}; the transaction was rolled back: no change persists",
+                    stmt.id
+                );
+                let finish = if i == 0 { Finish::error(summary) } else { Finish::partial(summary) };
+                return (finish, false);
+            }
+        }
+    }
+    db.set_deadline(None);
+    if let Err(e) = db.admin(|c| c.execute_batch("COMMIT")) {
+        rollback(&db);
+        return (
+            Finish::partial(format!(
+                "the commit failed: {e}; the transaction was rolled back: no change persists"
+            )),
+            false,
+        );
+    }
+    (Finish::output(last), drops)
+}

@@ -1,0 +1,479 @@
+//! Engine-level tests: every ```sql block of the guides validates (and the runnable ones run),
+//! the closed sets are enumerated by the closed-sets guide, codes fire at exact ranges, plans
+//! and traces share their identifiers, failures roll back.
+
+use std::sync::Arc;
+
+use pilotage::execute::{ExecuteRequest, FinishCore, Recorder};
+use pilotage::language::{Engine, ExecutionMode};
+use pilotage::trace::TraceStep;
+use pilotage::validate::{derive, Derivation, Diagnostic, Locator, ValidateRequest, ValidateResponse};
+
+use super::*;
+
+fn caller() -> Caller {
+    Caller::new("test-caller")
+}
+
+fn validate(engine: &Sql, program: &Json) -> ValidateResponse {
+    let snapshot = engine.catalog_snapshot(&caller());
+    let request = ValidateRequest {
+        program: Arc::new(program.clone()),
+        context: None,
+        catalog: Some(snapshot.clone()),
+        caller: caller(),
+    };
+    let core = Engine::validate_program(engine, &request);
+    derive(
+        core,
+        Vec::new(),
+        &Derivation {
+            codes: &engine.language_spec().sets.codes,
+            plan: true,
+            catalog_version: Some(snapshot.version().to_owned()),
+        },
+    )
+}
+
+fn v(engine: &Sql, sql: &str) -> ValidateResponse {
+    validate(engine, &json!(sql))
+}
+
+struct Ran {
+    finish: FinishCore,
+    steps: Vec<TraceStep>,
+    refused: Vec<Diagnostic>,
+}
+
+impl Ran {
+    fn status(&self) -> &str {
+        self.finish.outcome.status()
+    }
+    fn ids(&self) -> Vec<&str> {
+        self.steps.iter().map(|s| s.id.as_str()).collect()
+    }
+}
+
+fn execute(engine: &Sql, sql: &str, input: Option<Json>) -> Ran {
+    let program = json!(sql);
+    let verdict = validate(engine, &program);
+    assert!(verdict.valid, "program must be valid to run: {:#?}", verdict.diagnostics);
+    let request = ExecuteRequest {
+        run_id: "run_test".to_owned(),
+        program: Arc::new(program),
+        input: input.map(Arc::new),
+        context: None,
+        catalog: Some(engine.catalog_snapshot(&caller())),
+        caller: caller(),
+        mode: ExecutionMode::Immediate,
+        test_run: false,
+        promoted: Default::default(),
+    };
+    let recorder = Recorder::new(10_000);
+    let finish = futures::executor::block_on(Engine::execute_program(engine, &request, recorder.clone()));
+    Ran { finish, steps: recorder.steps(), refused: recorder.input_findings() }
+}
+
+/// `(code, "l1:c1-l2:c2")` of every diagnostic.
+fn found(v: &ValidateResponse) -> Vec<(String, String)> {
+    v.diagnostics
+        .iter()
+        .map(|d| {
+            let at = match &d.path {
+                Locator::Range(r) => {
+                    format!("{}:{}-{}:{}", r.start.line, r.start.column, r.end.line, r.end.column)
+                }
+                Locator::Pointer(p) => format!("pointer {p}"),
+            };
+            (d.code.clone(), at)
+        })
+        .collect()
+}
+
+fn only(v: &ValidateResponse) -> (String, String, Option<String>) {
+    assert_eq!(v.diagnostics.len(), 1, "{:#?}", v.diagnostics);
+    let (code, at) = found(v).remove(0);
+    (code, at, v.diagnostics[0].hint.clone())
+}
+
+fn fp(engine: &Sql) -> Json {
+    engine.fingerprint(&json!({})).unwrap()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Guides
+
+fn guides() -> Vec<(&'static str, &'static str)> {
+    Sql::demo().language_spec().guides.iter().map(|g| (g.id, g.body)).collect()
+}
+
+fn guide(id: &str) -> &'static str {
+    guides().into_iter().find(|(g, _)| *g == id).map(|(_, b)| b).expect("guide exists")
+}
+
+/// The fenced blocks of `lang` in `text`.
+fn blocks(text: &str, lang: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current: Option<String> = None;
+    let open = format!("```{lang}");
+    for line in text.lines() {
+        match (&mut current, line.trim()) {
+            (None, l) if l == open => current = Some(String::new()),
+            (Some(_), "```") => out.extend(current.take()),
+            (Some(buf), _) => {
+                buf.push_str(line);
+                buf.push('\n');
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn every_guide_sql_block_validates_and_runs() {
+    let mut n = 0;
+    for (id, body) in guides() {
+        for block in blocks(body, "sql") {
+            let engine = Sql::demo();
+            let verdict = v(&engine, &block);
+            assert!(verdict.valid, "{id}: {:#?}\n{block}", verdict.diagnostics);
+            let input = if block.contains(':') {
+                let arguments = blocks(body, "json")
+                    .into_iter()
+                    .map(|b| serde_json::from_str::<Json>(&b).unwrap())
+                    .find(|d| d["query"].as_str().map(str::trim) == Some(block.trim()))
+                    .unwrap_or_else(|| {
+                        panic!("{id}: a block with placeholders needs its run_sql arguments:\n{block}")
+                    });
+                Some(arguments["input"].clone())
+            } else {
+                None
+            };
+            let ran = execute(&engine, &block, input);
+            assert_eq!(ran.status(), "success", "{id}: {:?}\n{block}", ran.finish);
+            n += 1;
+        }
+        for block in blocks(body, "json") {
+            let doc: Json =
+                serde_json::from_str(&block).unwrap_or_else(|e| panic!("{id}: bad JSON ({e}):\n{block}"));
+            let sql = doc["query"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{id}: a json block is run_sql arguments:\n{block}"));
+            let engine = Sql::demo();
+            let ran = execute(&engine, sql, doc.get("input").cloned());
+            assert_eq!(ran.status(), "success", "{id}: {:?}\n{block}", ran.finish);
+            n += 1;
+        }
+    }
+    assert!(n >= 4, "the guides should carry runnable examples ({n})");
+}
+
+#[test]
+fn core_example_plan_trace_and_output() {
+    let doc: Json = serde_json::from_str(&blocks(guide("sql-core"), "json")[0]).unwrap();
+    let sql = doc["query"].as_str().unwrap();
+    let engine = Sql::demo();
+    let plan = v(&engine, sql).plan.unwrap();
+    let ids: Vec<(&str, Option<&str>, &str)> =
+        plan.steps.iter().map(|s| (s.id.as_str(), s.calls.as_deref(), s.risk.as_str())).collect();
+    assert_eq!(
+        ids,
+        [
+            ("stmt-1", None, "write"),
+            ("stmt-1.ref-1", Some("customers"), "write"),
+            ("stmt-2", None, "safe"),
+            ("stmt-2.ref-1", Some("order_totals"), "safe"),
+            ("stmt-2.ref-2", Some("customers"), "safe"),
+        ]
+    );
+    assert_eq!(plan.max_risk, "write");
+    let ran = execute(&engine, sql, Some(doc["input"].clone()));
+    let trace_ids: Vec<&str> = plan.steps.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ran.ids(), trace_ids);
+    assert_eq!(ran.steps[0].output, Some(json!({"changes": 1})));
+    assert_eq!(
+        ran.finish.output,
+        Some(
+            json!({"columns": ["name", "orders", "total"], "rows": [["Amira Hassan", 2, 87.5], ["Mei Chen", 1, 13.5]]})
+        )
+    );
+}
+
+#[test]
+fn closed_sets_guide_enumerates_every_member() {
+    let text = guide("sql-closed-sets");
+    let spec = Sql::demo().language_spec();
+    for code in &spec.sets.codes {
+        assert!(text.contains(&format!("| `{code}` |")), "closed-sets guide lacks code {code}");
+    }
+    for s in &spec.sets.statuses {
+        assert!(text.contains(&format!("| `{}` |", s.name)), "closed-sets guide lacks status {}", s.name);
+    }
+    for r in &spec.sets.risks {
+        let h = r.hints;
+        let row = format!(
+            "| `{}` | `{{\"readOnly\": {}, \"destructive\": {}, \"openWorld\": {}}}` |",
+            r.name, h.read_only, h.destructive, h.open_world
+        );
+        assert!(text.contains(&row), "closed-sets guide lacks risk row {row}");
+    }
+    for k in &spec.sets.kinds {
+        let row = format!("| `{}` | {} |", k.name, if k.callable { "yes" } else { "no" });
+        assert!(text.contains(&row), "closed-sets guide lacks kind row {row}");
+    }
+    for f in db::FUNCTIONS {
+        assert!(text.contains(&format!("`{f}`")), "closed-sets guide lacks function {f}");
+    }
+    let core = guide("sql-core");
+    assert!(core.len() < 8192, "core guide is {} bytes", core.len());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation
+
+#[test]
+fn exact_ranges_for_syntax_and_names() {
+    let engine = Sql::demo();
+    assert_eq!(only(&v(&engine, "SELEC 1")), ("syntax_error".into(), "1:1-1:6".into(), None));
+    let d = v(&engine, "SELECT name\n  FROM customers\n WHERE");
+    assert_eq!(found(&d), [("syntax_error".to_owned(), "3:2-3:7".to_owned())]);
+    assert_eq!(only(&v(&engine, "SELECT 'abc")).1, "1:8-1:9");
+    let (code, at, hint) = only(&v(&engine, "SELECT name FROM custmers"));
+    assert_eq!(
+        (code.as_str(), at.as_str(), hint.as_deref()),
+        ("unknown_table", "1:18-1:26", Some("close match: customers"))
+    );
+    let (code, at, hint) = only(&v(&engine, "SELECT nme FROM customers"));
+    assert_eq!(
+        (code.as_str(), at.as_str(), hint.as_deref()),
+        ("unknown_column", "1:8-1:11", Some("close match: name"))
+    );
+    let (code, at, hint) =
+        only(&v(&engine, "SELECT id FROM customers JOIN orders ON orders.customer_id = customers.id"));
+    assert_eq!(
+        (code.as_str(), at.as_str(), hint.as_deref()),
+        ("ambiguous_column", "1:8-1:10", Some("qualify it: customers.id or orders.id"))
+    );
+    let (code, at, _) = only(&v(&engine, "SELECT 1 FROM customers WHERE name MATCH )"));
+    assert_eq!((code.as_str(), at.as_str()), ("syntax_error", "1:1-1:43"));
+}
+
+#[test]
+fn malformed_programs() {
+    let engine = Sql::demo();
+    assert_eq!(only(&validate(&engine, &json!({"sql": 1}))).0, "malformed_program");
+    assert_eq!(only(&validate(&engine, &json!({"sql": 1}))).1, "1:1-1:1");
+    assert_eq!(only(&v(&engine, "  -- nothing\n")).1, "1:1-2:1");
+    assert_eq!(only(&v(&engine, ";;")).0, "malformed_program");
+}
+
+#[test]
+fn forbidden_statements_and_functions() {
+    let engine = Sql::demo();
+    for (sql, at) in [
+        ("ATTACH DATABASE 'x.db' AS x", "1:1-1:7"),
+        ("PRAGMA table_info(customers)", "1:1-1:7"),
+        ("VACUUM INTO '/tmp/copy.db'", "1:1-1:7"),
+        ("CREATE TABLE t (a)", "1:1-1:7"),
+        ("BEGIN", "1:1-1:6"),
+        ("DROP VIEW order_totals", "1:1-1:5"),
+        ("SELECT load_extension('evil')", "1:8-1:22"),
+    ] {
+        assert_eq!(found(&v(&engine, sql)), [("forbidden_statement".to_owned(), at.to_owned())], "{sql}");
+    }
+    let d = v(&engine, "SELECT 1;\n  pragma foreign_keys = off");
+    assert_eq!(found(&d), [("forbidden_statement".to_owned(), "2:3-2:9".to_owned())]);
+    let (_, _, hint) = only(&v(&engine, "SELECT cout(*) FROM orders"));
+    assert_eq!(hint.as_deref(), Some("close match: count; the closed-sets guide lists every function"));
+}
+
+#[test]
+fn invisible_tables_are_unknown_and_never_hinted() {
+    let engine = Sql::demo();
+    for sql in ["SELECT * FROM sqlite_master", "SELECT * FROM sqlite_schema", "SELECT * FROM sqlite_mastr"] {
+        let d = v(&engine, sql);
+        assert_eq!(d.diagnostics[0].code, "unknown_table", "{sql}");
+        let text = serde_json::to_string(&d).unwrap();
+        assert!(!text.contains("close match: sqlite"), "{text}");
+    }
+    assert!(engine.catalog_snapshot(&caller()).get("sqlite_schema").is_none());
+}
+
+#[test]
+fn writes_types_and_placeholders() {
+    let engine = Sql::demo();
+    let (code, at, _) = only(&v(&engine, "INSERT INTO order_totals (name) VALUES ('x')"));
+    assert_eq!((code.as_str(), at.as_str()), ("not_writable", "1:13-1:25"));
+    let (code, at, _) = only(&v(
+        &engine,
+        "INSERT INTO orders (customer_id, item, quantity, price) VALUES (1, 'pen', 'two', 1.5)",
+    ));
+    assert_eq!((code.as_str(), at.as_str()), ("type_mismatch", "1:75-1:80"));
+    let (code, at, hint) = only(&v(&engine, "UPDATE customers SET tiers = 'gold' WHERE id = 1"));
+    assert_eq!(
+        (code.as_str(), at.as_str(), hint.as_deref()),
+        ("unknown_column", "1:22-1:27", Some("close match: tier"))
+    );
+    let (code, at, _) = only(&v(&engine, "SELECT * FROM customers WHERE id = ?"));
+    assert_eq!((code.as_str(), at.as_str()), ("bad_placeholder", "1:36-1:37"));
+    let (code, at, _) = only(&v(&engine, "INSERT INTO customers (name, email) VALUES ('x')"));
+    assert_eq!((code.as_str(), at.as_str()), ("constraint", "1:1-1:49"));
+    assert!(v(&engine, "SELECT * FROM customers WHERE id = :id AND tier = :tier").valid);
+}
+
+#[test]
+fn plan_steps_refs_and_risk() {
+    let engine = Sql::demo();
+    let d = v(
+        &engine,
+        "SELECT c.name, o.item FROM orders o JOIN customers c ON c.id = o.customer_id;\n\
+         UPDATE customers SET tier = 'gold' WHERE id = 2;\n\
+         DELETE FROM orders;\n\
+         UPDATE orders SET quantity = 1",
+    );
+    assert!(d.valid, "{:#?}", d.diagnostics);
+    let plan = d.plan.unwrap();
+    let steps: Vec<(String, Option<String>, String)> =
+        plan.steps.iter().map(|s| (s.id.clone(), s.calls.clone(), s.risk.clone())).collect();
+    let s = |id: &str, calls: Option<&str>, risk: &str| {
+        (id.to_owned(), calls.map(str::to_owned), risk.to_owned())
+    };
+    assert_eq!(
+        steps,
+        [
+            s("stmt-1", None, "safe"),
+            s("stmt-1.ref-1", Some("orders"), "safe"),
+            s("stmt-1.ref-2", Some("customers"), "safe"),
+            s("stmt-2", None, "write"),
+            s("stmt-2.ref-1", Some("customers"), "write"),
+            s("stmt-3", None, "destructive"),
+            s("stmt-3.ref-1", Some("orders"), "destructive"),
+            s("stmt-4", None, "destructive"),
+            s("stmt-4.ref-1", Some("orders"), "destructive"),
+        ]
+    );
+    assert_eq!(plan.max_risk, "destructive");
+    assert_eq!(
+        serde_json::to_value(plan.max_risk_hints).unwrap(),
+        json!({"readOnly": false, "destructive": true, "openWorld": false})
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Execution
+
+#[test]
+fn trace_has_a_step_per_statement_and_reference() {
+    let engine = Sql::demo();
+    let ran = execute(
+        &engine,
+        "UPDATE customers SET tier = :tier WHERE id = :id;\nSELECT name, tier FROM customers WHERE id = :id",
+        Some(json!({"id": 3, "tier": "silver"})),
+    );
+    assert_eq!(ran.status(), "success", "{:?}", ran.finish);
+    assert_eq!(ran.ids(), ["stmt-1", "stmt-1.ref-1", "stmt-2", "stmt-2.ref-1"]);
+    assert_eq!(ran.steps[0].output, Some(json!({"changes": 1})));
+    assert_eq!(
+        ran.steps[0].input,
+        Some(
+            json!({"sql": "UPDATE customers SET tier = :tier WHERE id = :id", "params": {"tier": "silver", "id": 3}})
+        )
+    );
+    assert_eq!(ran.steps[1].calls.as_deref(), Some("customers"));
+    assert_eq!(ran.steps[1].input, Some(json!({"access": "update"})));
+    let rows = json!({"columns": ["name", "tier"], "rows": [["Mei Chen", "silver"]]});
+    assert_eq!(ran.steps[2].output, Some(rows.clone()));
+    assert_eq!(ran.finish.output, Some(rows));
+}
+
+#[test]
+fn a_failing_statement_rolls_everything_back() {
+    let engine = Sql::demo();
+    let before = fp(&engine);
+    let ran = execute(
+        &engine,
+        "UPDATE customers SET tier = 'gold' WHERE id = 2;\nDELETE FROM customers WHERE id = 1",
+        None,
+    );
+    assert_eq!(ran.status(), "partial");
+    assert_eq!(ran.ids(), ["stmt-1", "stmt-1.ref-1", "stmt-2"]);
+    assert_eq!(ran.steps[2].outcome.status(), "constraint_violated");
+    assert_eq!(ran.steps[2].outcome.error(), Some("FOREIGN KEY constraint failed"));
+    assert_eq!(
+        ran.finish.outcome.error(),
+        Some("stmt-2 failed: FOREIGN KEY constraint failed; the transaction was rolled back: no change persists")
+    );
+    assert_eq!(fp(&engine), before);
+    let ran = execute(
+        &engine,
+        "INSERT INTO orders (customer_id, item, quantity, price) VALUES (1, 'pen', 0, 1.0)",
+        None,
+    );
+    assert_eq!(ran.status(), "error");
+    assert_eq!(fp(&engine), before);
+}
+
+#[test]
+fn input_binding() {
+    let engine = Sql::demo();
+    let sql = "SELECT name FROM customers WHERE id = :id AND tier = :tier";
+    let ran = execute(&engine, sql, Some(json!({"id": [1], "extra": true})));
+    assert!(ran.steps.is_empty());
+    let paths: Vec<String> = ran
+        .refused
+        .iter()
+        .map(|d| {
+            assert_eq!(d.code, "input_binding");
+            match &d.path {
+                Locator::Pointer(p) => p.clone(),
+                other => format!("{other:?}"),
+            }
+        })
+        .collect();
+    assert_eq!(paths, ["/id", "/tier", "/extra"]);
+    let ran = execute(&engine, sql, Some(json!({"id": 1, "tier": "gold"})));
+    assert_eq!(ran.finish.output, Some(json!({"columns": ["name"], "rows": [["Amira Hassan"]]})));
+    assert_eq!(execute(&engine, "SELECT 1", Some(json!("x"))).refused.len(), 1);
+}
+
+#[test]
+fn drop_and_admin_tools_move_the_catalog_rows_do_not() {
+    let engine = Sql::demo();
+    let v1 = engine.version();
+    execute(&engine, "INSERT INTO customers (name, email) VALUES ('New', 'new@example.com')", None);
+    assert_eq!(engine.version(), v1, "rows never move catalog_version");
+    engine.schema_apply(&json!({"ddl": "ALTER TABLE customers ADD COLUMN phone TEXT"})).unwrap();
+    let v2 = engine.version();
+    assert_ne!(v1, v2);
+    assert!(v(&engine, "SELECT phone FROM customers").valid);
+    engine
+        .create_table(
+            &json!({"name": "notes", "columns": {"id": "INTEGER PRIMARY KEY", "body": "TEXT NOT NULL"}}),
+        )
+        .unwrap();
+    assert!(engine.catalog_snapshot(&caller()).get("notes").is_some());
+    let ran = execute(&engine, "DROP TABLE notes", None);
+    assert_eq!(ran.status(), "success");
+    assert_eq!(engine.version(), v2);
+    assert!(engine
+        .schema_apply(
+            &json!({"ddl": "CREATE TRIGGER t AFTER INSERT ON orders BEGIN DELETE FROM orders; END"})
+        )
+        .is_err());
+    assert!(engine.schema_apply(&json!({"ddl": "DELETE FROM orders"})).is_err());
+    engine.drop_table(&json!({"name": "order_totals"})).unwrap();
+    assert_eq!(v(&engine, "SELECT * FROM order_totals").diagnostics[0].code, "unknown_table");
+}
+
+#[test]
+fn validation_is_side_effect_free() {
+    let engine = Sql::demo();
+    let before = fp(&engine);
+    assert!(v(&engine, "DELETE FROM orders; DROP TABLE orders").valid);
+    assert_eq!(fp(&engine), before);
+    assert_eq!(
+        found(&v(&engine, "DROP TABLE orders; SELECT * FROM orders")),
+        [("unknown_table".to_owned(), "1:34-1:40".to_owned())]
+    );
+}
