@@ -119,29 +119,32 @@ where
 fn main() {
     let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
     runtime.block_on(async {
-        let server = Server::builder().language(|| Calc).build().expect("server");
-        let mut ratios = Vec::new();
-        for round in 1..=3 {
-            let s = server.clone();
-            let ours = drive(move |r, w| async move {
-                let _ = s.serve_lines(r, w).await;
-            })
-            .await;
-            let theirs = drive(|r, w| async move {
-                if let Ok(running) = rmcp::ServiceExt::serve(HandWritten, (r, w)).await {
-                    let _ = running.waiting().await;
-                }
-            })
-            .await;
-            let ratio = ours.as_secs_f64() / theirs.as_secs_f64();
-            ratios.push(ratio);
-            println!(
-                "round {round}: {REQUESTS} validate calls: pilotage {:.1} µs/call, hand-written rmcp {:.1} µs/call, ratio {ratio:.2}",
-                ours.as_secs_f64() * 1e6 / REQUESTS as f64,
-                theirs.as_secs_f64() * 1e6 / REQUESTS as f64,
-            );
+        for isolate_validation in [true, false] {
+            let limits = Limits { isolate_validation, ..Limits::default() };
+            let server = Server::builder().language(|| Calc).limits(limits).build().expect("server");
+            let mut ratios = Vec::new();
+            for round in 1..=3 {
+                let s = server.clone();
+                let ours = drive(move |r, w| async move {
+                    let _ = s.serve_lines(r, w).await;
+                })
+                .await;
+                let theirs = drive(|r, w| async move {
+                    if let Ok(running) = rmcp::ServiceExt::serve(HandWritten, (r, w)).await {
+                        let _ = running.waiting().await;
+                    }
+                })
+                .await;
+                let ratio = ours.as_secs_f64() / theirs.as_secs_f64();
+                ratios.push(ratio);
+                println!(
+                    "isolate_validation={isolate_validation} round {round}: {REQUESTS} validate calls: pilotage {:.1} µs/call, hand-written rmcp {:.1} µs/call, ratio {ratio:.2}",
+                    ours.as_secs_f64() * 1e6 / REQUESTS as f64,
+                    theirs.as_secs_f64() * 1e6 / REQUESTS as f64,
+                );
+            }
+            ratios.sort_by(f64::total_cmp);
+            println!("isolate_validation={isolate_validation}: median ratio pilotage / hand-written {:.2}", ratios[1]);
         }
-        ratios.sort_by(f64::total_cmp);
-        println!("median ratio pilotage / hand-written: {:.2}", ratios[1]);
     });
 }

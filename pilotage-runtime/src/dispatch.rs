@@ -328,19 +328,31 @@ async fn run_validation(
         caller: session.caller.clone(),
     };
     let engine = session.engines[l].clone();
-    let task = tokio::task::spawn_blocking(move || engine.validate_program(&request));
-    let core = match tokio::time::timeout(limits.validate_time, task).await {
-        Err(_) => {
-            return Err(RequestError::new(
-                ErrorKind::BoundsExceeded,
-                format!("validation exceeded its time bound of {:?}", limits.validate_time),
-            ))
+    let too_slow = || {
+        RequestError::new(
+            ErrorKind::BoundsExceeded,
+            format!("validation exceeded its time bound of {:?}", limits.validate_time),
+        )
+    };
+    let failed = |error: &dyn std::fmt::Display| {
+        tracing::error!(language = info.spec.name, %error, "the validator failed");
+        RequestError::internal("the validator failed; the program was not judged")
+    };
+    let core = if limits.isolate_validation {
+        let task = tokio::task::spawn_blocking(move || engine.validate_program(&request));
+        match tokio::time::timeout(limits.validate_time, task).await {
+            Err(_) => return Err(too_slow()),
+            Ok(Err(join)) => return Err(failed(&join)),
+            Ok(Ok(core)) => core,
         }
-        Ok(Err(join)) => {
-            tracing::error!(language = info.spec.name, error = %join, "the validator failed");
-            return Err(RequestError::internal("the validator failed; the program was not judged"));
+    } else {
+        let started = std::time::Instant::now();
+        let run = std::panic::AssertUnwindSafe(|| engine.validate_program(&request));
+        match std::panic::catch_unwind(run) {
+            Err(_) => return Err(failed(&"panicked")),
+            Ok(_) if started.elapsed() > limits.validate_time => return Err(too_slow()),
+            Ok(core) => core,
         }
-        Ok(Ok(core)) => core,
     };
     Ok(validate::derive(
         core,

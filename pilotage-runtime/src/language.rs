@@ -197,10 +197,17 @@ pub struct Limits {
     pub max_program_bytes: usize,
     /// Maximum nesting depth of a JSON program (arrays and objects).
     pub max_depth: usize,
+    /// Run each validation on the blocking pool, so the time bound holds even against a
+    /// validator that never returns (default). `false` validates inline on the request's task,
+    /// which saves a thread hand-off per request (see `benches/overhead.rs`) but bounds time
+    /// only after the fact: choose it only for validators whose work is bounded by the program's
+    /// size and depth, which the runtime checks first either way.
+    pub isolate_validation: bool,
 }
 
 impl Default for Limits {
-    /// 2 s to validate, 10 s to execute, 10 000 steps, 1 MiB programs, depth 64.
+    /// 2 s to validate, 10 s to execute, 10 000 steps, 1 MiB programs, depth 64, isolated
+    /// validation.
     fn default() -> Self {
         Limits {
             validate_time: Duration::from_secs(2),
@@ -208,6 +215,7 @@ impl Default for Limits {
             max_steps: 10_000,
             max_program_bytes: 1 << 20,
             max_depth: 64,
+            isolate_validation: true,
         }
     }
 }
