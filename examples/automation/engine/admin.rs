@@ -1,0 +1,202 @@
+//! The plain (non-Pilotage) tools harnesses use to observe and perturb the building: its
+//! fingerprint, events that fire installed rules, catalog changes (which move
+//! `catalog_version`, and, for load-bearing fields, break promotion baselines) and faults.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use pilotage::catalog::CatalogSnapshot;
+use pilotage::execute::{ExecuteRequest, Recorder};
+use pilotage::language::{Caller, ExecutionMode};
+use pilotage::prelude::*;
+
+use super::check::risk_named;
+use super::interpret;
+use super::program::is_step_id;
+use super::world::{fingerprint, Behaviour, EntryDef, World};
+use super::{AutoKind, AutoStatus};
+
+/// `world_fingerprint`: a digest of the building with a few counters.
+pub fn fingerprint_of(world: &World) -> Json {
+    let canonical = world.canonical().to_string();
+    let lights_on = world
+        .devices
+        .values()
+        .filter(|d| d.kind == "light" && d.state.get("on") == Some(&json!(true)))
+        .count();
+    json!({
+        "fingerprint": fingerprint(canonical.as_bytes()),
+        "counter": world.counter,
+        "outbox": world.outbox.len(),
+        "lights_on": lights_on,
+        "rules": world.rules.iter().map(|r| r.rule_id.clone()).collect::<Vec<_>>(),
+        "firings": world.firings,
+    })
+}
+
+fn str_arg<'a>(args: &'a Json, key: &str) -> Result<Option<&'a str>, String> {
+    match args.get(key) {
+        None => Ok(None),
+        Some(Json::String(s)) => Ok(Some(s)),
+        Some(_) => Err(format!("`{key}` must be a string")),
+    }
+}
+
+fn required<'a>(args: &'a Json, key: &str) -> Result<&'a str, String> {
+    str_arg(args, key)?.ok_or_else(|| format!("`{key}` is required"))
+}
+
+fn risk_arg(args: &Json) -> Result<Option<super::AutoRisk>, String> {
+    match str_arg(args, "risk")? {
+        None => Ok(None),
+        Some(r @ ("safe" | "write" | "destructive" | "external")) => Ok(Some(risk_named(r))),
+        Some(other) => Err(format!("unknown risk '{other}': use safe, write, destructive or external")),
+    }
+}
+
+/// `catalog_add_entry`: a new action whose output is its arguments.
+pub fn add_entry(world: &mut World, args: &Json) -> Result<Json, String> {
+    let id = required(args, "id")?;
+    if !is_step_id(id) {
+        return Err(format!("'{id}' is not a usable id: use letters, digits, '_' and '-'"));
+    }
+    if world.catalog.contains_key(id) {
+        return Err(format!("an entry '{id}' already exists"));
+    }
+    let def = EntryDef {
+        id: id.to_owned(),
+        kind: AutoKind::Action,
+        name: str_arg(args, "name")?.unwrap_or(id).to_owned(),
+        description: str_arg(args, "description")?
+            .unwrap_or("Added at run time: returns its arguments unchanged.")
+            .to_owned(),
+        risk: risk_arg(args)?.unwrap_or(super::AutoRisk::Safe),
+        input_schema: Some(json!({"type": "object"})),
+        output_schema: None,
+        tags: vec!["echo".to_owned()],
+        behaviour: Behaviour::Echo,
+    };
+    let entry = def.to_entry();
+    world.catalog.insert(id.to_owned(), def);
+    Ok(json!({"added": entry}))
+}
+
+/// `catalog_remove_entry`.
+pub fn remove_entry(world: &mut World, args: &Json) -> Result<Json, String> {
+    let id = required(args, "id")?;
+    match world.catalog.remove(id) {
+        Some(_) => Ok(json!({"removed": id})),
+        None => Err(format!("unknown catalog entry '{id}'")),
+    }
+}
+
+/// `catalog_update_entry`: change `name`, `description`, `risk` or `input_schema`.
+pub fn update_entry(world: &mut World, args: &Json) -> Result<Json, String> {
+    let id = required(args, "id")?;
+    let name = str_arg(args, "name")?;
+    let description = str_arg(args, "description")?;
+    let risk = risk_arg(args)?;
+    let input_schema = match args.get("input_schema") {
+        None => None,
+        Some(s @ Json::Object(_)) => {
+            jsonschema::validator_for(s).map_err(|e| format!("`input_schema` is not a JSON Schema: {e}"))?;
+            Some(s.clone())
+        }
+        Some(_) => return Err("`input_schema` must be an object".into()),
+    };
+    if name.is_none() && description.is_none() && risk.is_none() && input_schema.is_none() {
+        return Err("give at least one of name, description, risk, input_schema".into());
+    }
+    let Some(def) = world.catalog.get_mut(id) else {
+        return Err(format!("unknown catalog entry '{id}'"));
+    };
+    if let Some(n) = name {
+        def.name = n.to_owned();
+    }
+    if let Some(d) = description {
+        def.description = d.to_owned();
+    }
+    if let Some(r) = risk {
+        def.risk = r;
+    }
+    if let Some(s) = input_schema {
+        def.input_schema = Some(s);
+    }
+    Ok(json!({"updated": def.to_entry()}))
+}
+
+/// `inject_fault`.
+pub fn inject_fault(world: &mut World, args: &Json) -> Result<Json, String> {
+    if let Some(offline) = args.get("offline") {
+        let list = offline.as_array().ok_or("`offline` must be an array of device ids")?;
+        let mut ids = std::collections::BTreeSet::new();
+        for d in list {
+            let id = d.as_str().ok_or("`offline` must be an array of device ids")?;
+            if !world.devices.contains_key(id) {
+                return Err(format!("no device '{id}'"));
+            }
+            ids.insert(id.to_owned());
+        }
+        world.faults.offline = ids;
+    }
+    if let Some(lockdown) = args.get("lockdown") {
+        world.faults.lockdown = lockdown.as_bool().ok_or("`lockdown` must be a boolean")?;
+    }
+    Ok(json!({"offline": world.faults.offline, "lockdown": world.faults.lockdown}))
+}
+
+/// `emit_event`: fire every rule installed for the event, in installation order.
+pub fn emit(
+    world: &Mutex<World>,
+    snapshot: &CatalogSnapshot,
+    args: &Json,
+    caller: &Caller,
+) -> Result<Json, String> {
+    let event = required(args, "event")?;
+    let payload = args.get("payload").cloned().unwrap_or_else(|| json!({}));
+    let Some(entry) = snapshot.get(event).filter(|e| e.kind == "event") else {
+        let events: Vec<&str> =
+            snapshot.entries().iter().filter(|e| e.kind == "event").map(|e| e.id.as_str()).collect();
+        return Err(format!("no event '{event}' in the catalog; events: {}", events.join(", ")));
+    };
+    if let Some(schema) = &entry.output_schema {
+        let validator = jsonschema::validator_for(schema).map_err(|e| e.to_string())?;
+        let misfit = validator.iter_errors(&payload).next().map(|e| e.to_string());
+        if let Some(e) = misfit {
+            return Err(format!("the payload does not fit event '{event}': {e}"));
+        }
+    }
+    let rules: Vec<_> = {
+        let w = world.lock().unwrap_or_else(|p| p.into_inner());
+        w.rules.iter().filter(|r| r.event == event).cloned().collect()
+    };
+    let mut fired = Vec::new();
+    for rule in rules {
+        let mut entries = snapshot.entries().to_vec();
+        entries.extend(rule.routines.values().map(|(_, e)| e.clone()));
+        let bodies: BTreeMap<String, Arc<Json>> =
+            rule.routines.iter().map(|(k, (b, _))| (k.clone(), b.clone())).collect();
+        let request = ExecuteRequest {
+            run_id: format!("{}_{}", rule.rule_id, event),
+            program: Arc::new(rule.body.clone()),
+            input: None,
+            context: rule.context.clone().map(Arc::new),
+            catalog: Some(Arc::new(CatalogSnapshot::new(entries))),
+            caller: caller.clone(),
+            mode: ExecutionMode::Immediate,
+            test_run: false,
+            promoted: Arc::new(bodies),
+        };
+        let recorder = Recorder::new(10_000);
+        let mut run = Run::<AutoStatus>::new(&request, recorder.clone());
+        let finish = interpret::fire(world, &rule, &payload, &mut run).into_core();
+        world.lock().unwrap_or_else(|p| p.into_inner()).firings += 1;
+        let steps: Vec<String> = recorder.steps().into_iter().map(|s| s.id).collect();
+        let mut item = json!({"rule_id": rule.rule_id, "outcome": finish.outcome, "steps": steps});
+        if let Some(output) = finish.output {
+            item["output"] = output;
+        }
+        fired.push(item);
+    }
+    Ok(json!({"event": event, "fired": fired}))
+}

@@ -1,0 +1,721 @@
+//! The `automation/v1` program: its typed form, the structural parse (every shape problem
+//! reported with a JSON Pointer) and the reference grammar.
+//!
+//! The parse is tolerant: a malformed member is reported and left out, so validation goes on
+//! to report every other finding in one pass. Execution only ever parses programs that passed
+//! validation (inline programs are re-validated by the runtime; promoted bodies were validated
+//! when promoted).
+
+use serde_json::{Map, Value as Json};
+
+use super::AutoCode;
+
+/// One structural or semantic finding, before it is handed to the runtime.
+#[derive(Clone, Debug)]
+pub struct Finding {
+    pub warning: bool,
+    pub code: AutoCode,
+    pub path: String,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl Finding {
+    pub fn error(code: AutoCode, path: impl Into<String>, message: impl Into<String>) -> Self {
+        Finding { warning: false, code, path: path.into(), message: message.into(), hint: None }
+    }
+    pub fn warning(code: AutoCode, path: impl Into<String>, message: impl Into<String>) -> Self {
+        Finding { warning: true, ..Finding::error(code, path, message) }
+    }
+    pub fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+    pub fn maybe_hint(mut self, hint: Option<String>) -> Self {
+        self.hint = hint;
+        self
+    }
+}
+
+/// The declared type of a program input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputType {
+    String,
+    Number,
+    Integer,
+    Boolean,
+    Object,
+    Array,
+}
+
+impl InputType {
+    pub const NAMES: [&'static str; 6] = ["string", "number", "integer", "boolean", "object", "array"];
+
+    pub fn parse(s: &str) -> Option<InputType> {
+        Some(match s {
+            "string" => InputType::String,
+            "number" => InputType::Number,
+            "integer" => InputType::Integer,
+            "boolean" => InputType::Boolean,
+            "object" => InputType::Object,
+            "array" => InputType::Array,
+            _ => return None,
+        })
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            InputType::String => "string",
+            InputType::Number => "number",
+            InputType::Integer => "integer",
+            InputType::Boolean => "boolean",
+            InputType::Object => "object",
+            InputType::Array => "array",
+        }
+    }
+    /// Whether `v` has this type.
+    pub fn admits(self, v: &Json) -> bool {
+        match self {
+            InputType::String => v.is_string(),
+            InputType::Number => v.is_number(),
+            InputType::Integer => v.is_i64() || v.is_u64(),
+            InputType::Boolean => v.is_boolean(),
+            InputType::Object => v.is_object(),
+            InputType::Array => v.is_array(),
+        }
+    }
+}
+
+/// One declared input.
+#[derive(Clone, Debug)]
+pub struct Input {
+    pub name: String,
+    pub ty: Option<InputType>,
+    pub path: String,
+}
+
+/// The `trigger` of a rule.
+#[derive(Clone, Debug)]
+pub struct Trigger {
+    /// The event entry id (`None`: malformed, already reported).
+    pub event: Option<String>,
+    /// Pointer of `trigger/event`.
+    pub path: String,
+}
+
+/// A whole program.
+#[derive(Clone, Debug, Default)]
+pub struct Program {
+    pub trigger: Option<Trigger>,
+    pub inputs: Vec<Input>,
+    pub steps: Vec<Step>,
+    /// The `output` template.
+    pub output: Option<Json>,
+}
+
+/// One step.
+#[derive(Clone, Debug)]
+pub struct Step {
+    /// `None` when missing or unusable (already reported).
+    pub id: Option<String>,
+    /// Pointer of the step object, e.g. `/steps/0`.
+    pub path: String,
+    pub body: Body,
+}
+
+/// What a step does. Members that failed the parse are `None` (already reported).
+#[derive(Clone, Debug)]
+pub enum Body {
+    /// `{"id", "call": <action>, "with": {...}}`
+    Call { action: Option<String>, with: Map<String, Json> },
+    /// `{"id", "set": <value>}`
+    Set { value: Json },
+    /// `{"id", "branch": <reference>, "arms": [...]}`
+    Branch { on: Option<String>, arms: Vec<Arm> },
+    /// `{"id", "loop": <reference or list>, "as": <name>, "steps": [...]}`
+    Loop { over: Option<Json>, var: Option<String>, steps: Vec<Step> },
+    /// `{"id", "run": <program_ref>, "with": {...}}`
+    Run { routine: Option<String>, with: Map<String, Json> },
+    /// No usable kind (already reported).
+    Unknown,
+}
+
+/// How an arm tests the branch value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Test {
+    /// No test: the default arm.
+    Default,
+    Equals(Json),
+    Above(f64),
+    Below(f64),
+}
+
+/// One branch arm.
+#[derive(Clone, Debug)]
+pub struct Arm {
+    pub label: Option<String>,
+    pub test: Test,
+    pub steps: Vec<Step>,
+    pub path: String,
+}
+
+/// The step kinds: each step has exactly one of these members.
+pub const KINDS: [&str; 5] = ["call", "set", "branch", "loop", "run"];
+const TOP_MEMBERS: [&str; 4] = ["trigger", "inputs", "steps", "output"];
+const ARM_MEMBERS: [&str; 6] = ["label", "equals", "above", "below", "steps", "note"];
+
+fn members_of(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "call" => &["id", "note", "call", "with"],
+        "set" => &["id", "note", "set"],
+        "branch" => &["id", "note", "branch", "arms"],
+        "loop" => &["id", "note", "loop", "as", "steps"],
+        "run" => &["id", "note", "run", "with"],
+        _ => &["id", "note"],
+    }
+}
+
+/// `base` + `/` + the RFC 6901 escape of `token`.
+pub fn ptr(base: &str, token: impl std::fmt::Display) -> String {
+    let token = token.to_string().replace('~', "~0").replace('/', "~1");
+    format!("{base}/{token}")
+}
+
+/// The JSON type name of a value (`integer` for integral numbers).
+pub fn type_name(v: &Json) -> &'static str {
+    match v {
+        Json::Null => "null",
+        Json::Bool(_) => "boolean",
+        Json::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Json::Number(_) => "number",
+        Json::String(_) => "string",
+        Json::Array(_) => "array",
+        Json::Object(_) => "object",
+    }
+}
+
+/// Up to three of `candidates` within edit distance 3 of `name`, closest first.
+pub fn close<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut scored: Vec<(usize, &str)> = candidates
+        .into_iter()
+        .map(|c| (pilotage::catalog::edit_distance(name, c), c))
+        .filter(|(d, _)| *d <= 3)
+        .collect();
+    scored.sort();
+    scored.into_iter().take(3).map(|(_, c)| c).collect()
+}
+
+/// `Some("close match: a, b")` when there are close matches.
+pub fn close_hint<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    let m = close(name, candidates);
+    (!m.is_empty()).then(|| format!("close match: {}", m.join(", ")))
+}
+
+/// Whether `s` is a plain name: letters, digits and `_`, not starting with a digit.
+pub fn is_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Whether `s` is a usable step id: letters, digits, `_` and `-`.
+pub fn is_step_id(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+// ---------------------------------------------------------------------------------------------
+// References
+
+/// What a reference starts from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Root {
+    /// `$.input.<name>`
+    Input(String),
+    /// `$.steps.<id>.output`
+    Step(String),
+    /// `$.vars.<name>`
+    Var(String),
+    /// `$.event`
+    Event,
+    /// `$.context`
+    Context,
+}
+
+/// A parsed reference: a root and a member path (object keys or list indexes).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ref {
+    pub root: Root,
+    pub path: Vec<String>,
+}
+
+/// A string value in a template: a reference, or a literal string.
+pub enum Text<'a> {
+    Ref(Result<Ref, String>),
+    Literal(&'a str),
+}
+
+const REF_FORMS: &str = "references are $.input.<name>, $.steps.<id>.output, $.vars.<name>, $.event and \
+     $.context, each optionally followed by .<member>...";
+
+/// Classify a string value: `$$...` is the literal `$...`, any other `$...` is a reference.
+pub fn classify(s: &str) -> Text<'_> {
+    if let Some(rest) = s.strip_prefix('$') {
+        if rest.starts_with('$') {
+            return Text::Literal(rest);
+        }
+        return Text::Ref(parse_ref(s));
+    }
+    Text::Literal(s)
+}
+
+fn parse_ref(s: &str) -> Result<Ref, String> {
+    let Some(rest) = s.strip_prefix("$.") else {
+        return Err(format!("'{s}' is not a reference: {REF_FORMS} (write $$ for a literal leading $)"));
+    };
+    let segs: Vec<&str> = rest.split('.').collect();
+    if segs.iter().any(|x| x.is_empty()) {
+        return Err(format!("'{s}' has an empty member name: {REF_FORMS}"));
+    }
+    let owned = |from: usize| segs[from..].iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
+    match segs[0] {
+        "input" if segs.len() >= 2 => Ok(Ref { root: Root::Input(segs[1].to_owned()), path: owned(2) }),
+        "vars" if segs.len() >= 2 => Ok(Ref { root: Root::Var(segs[1].to_owned()), path: owned(2) }),
+        "steps" if segs.len() >= 3 && segs[2] == "output" => {
+            Ok(Ref { root: Root::Step(segs[1].to_owned()), path: owned(3) })
+        }
+        "steps" if segs.len() >= 2 => {
+            Err(format!("'{s}' does not address an output: write $.steps.{}.output[.<member>...]", segs[1]))
+        }
+        "event" => Ok(Ref { root: Root::Event, path: owned(1) }),
+        "context" => Ok(Ref { root: Root::Context, path: owned(1) }),
+        root @ ("input" | "vars" | "steps") => Err(format!("'{s}' names no {root} member: {REF_FORMS}")),
+        other => {
+            let hint = close(other, ["input", "steps", "vars", "event", "context"]);
+            let hint = hint.first().map(|h| format!(" (did you mean $.{h}?)")).unwrap_or_default();
+            Err(format!("'{s}' starts from an unknown root '{other}'{hint}: {REF_FORMS}"))
+        }
+    }
+}
+
+/// Every string in `v` that is a reference, with its pointer (`at` is the pointer of `v`).
+pub fn references<'a>(v: &'a Json, at: &str, out: &mut Vec<(String, &'a str)>) {
+    match v {
+        Json::String(s) => {
+            if let Text::Ref(_) = classify(s) {
+                out.push((at.to_owned(), s.as_str()));
+            }
+        }
+        Json::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                references(x, &ptr(at, i), out);
+            }
+        }
+        Json::Object(o) => {
+            for (k, x) in o {
+                references(x, &ptr(at, k), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Structural parse
+
+/// Parse `doc`, reporting every structural problem.
+pub fn parse(doc: &Json) -> (Program, Vec<Finding>) {
+    let mut p = Parser { findings: Vec::new() };
+    let program = p.program(doc);
+    (program, p.findings)
+}
+
+/// Whether the parse of `doc` found an error.
+pub fn has_errors(findings: &[Finding]) -> bool {
+    findings.iter().any(|f| !f.warning)
+}
+
+struct Parser {
+    findings: Vec<Finding>,
+}
+
+impl Parser {
+    fn report(&mut self, f: Finding) {
+        self.findings.push(f);
+    }
+
+    fn unknown_members(
+        &mut self,
+        obj: &Map<String, Json>,
+        at: &str,
+        allowed: &[&str],
+        what: &str,
+        code: AutoCode,
+    ) {
+        for key in obj.keys().filter(|k| !allowed.contains(&k.as_str())) {
+            let hint = close_hint(key, allowed.iter().copied())
+                .unwrap_or_else(|| format!("{what} members are: {}", allowed.join(", ")));
+            self.report(
+                Finding::error(code, ptr(at, key), format!("unknown member `{key}` in {what}")).hint(hint),
+            );
+        }
+    }
+
+    fn program(&mut self, doc: &Json) -> Program {
+        let Some(obj) = doc.as_object() else {
+            self.report(
+                Finding::error(
+                    AutoCode::MalformedProgram,
+                    "",
+                    format!("an automation program is a JSON object, not {}", type_name(doc)),
+                )
+                .hint("write {\"trigger\": {\"event\": ...} (rules only), \"inputs\": {...}, \"steps\": [...], \"output\": {...}}"),
+            );
+            return Program::default();
+        };
+        self.unknown_members(obj, "", &TOP_MEMBERS, "the program", AutoCode::MalformedProgram);
+        let mut program = Program::default();
+        match obj.get("trigger") {
+            None => {}
+            Some(Json::Object(t)) => {
+                self.unknown_members(t, "/trigger", &["event"], "a trigger", AutoCode::MalformedProgram);
+                let event = match t.get("event") {
+                    Some(Json::String(e)) if !e.is_empty() => Some(e.clone()),
+                    _ => {
+                        self.report(
+                            Finding::error(
+                                AutoCode::MalformedProgram,
+                                "/trigger",
+                                "a trigger is {\"event\": \"<event id>\"}",
+                            )
+                            .hint("list the event ids with pilotage_catalog (verb list, kind event)"),
+                        );
+                        None
+                    }
+                };
+                program.trigger = Some(Trigger { event, path: "/trigger/event".into() });
+            }
+            Some(other) => {
+                self.report(
+                    Finding::error(
+                        AutoCode::MalformedProgram,
+                        "/trigger",
+                        format!("`trigger` is an object {{\"event\": ...}}, not {}", type_name(other)),
+                    )
+                    .hint("remove `trigger` to run the steps now (mode \"immediate\")"),
+                );
+                program.trigger = Some(Trigger { event: None, path: "/trigger".into() });
+            }
+        }
+        match obj.get("inputs") {
+            None => {}
+            Some(Json::Object(inputs)) => {
+                for (name, ty) in inputs {
+                    let at = ptr("/inputs", name);
+                    if !is_name(name) {
+                        self.report(
+                            Finding::error(
+                                AutoCode::MalformedProgram,
+                                at.clone(),
+                                format!("'{name}' is not a usable input name"),
+                            )
+                            .hint("input names use letters, digits and '_' and do not start with a digit"),
+                        );
+                    }
+                    let parsed = ty.as_str().and_then(InputType::parse);
+                    if parsed.is_none() {
+                        let shown = ty.as_str().map_or_else(|| ty.to_string(), |s| format!("'{s}'"));
+                        let hint = ty
+                            .as_str()
+                            .and_then(|s| close_hint(s, InputType::NAMES))
+                            .unwrap_or_else(|| format!("input types are: {}", InputType::NAMES.join(", ")));
+                        self.report(
+                            Finding::error(
+                                AutoCode::InvalidInputType,
+                                at.clone(),
+                                format!("input '{name}' has the unknown type {shown}"),
+                            )
+                            .hint(hint),
+                        );
+                    }
+                    program.inputs.push(Input { name: name.clone(), ty: parsed, path: at });
+                }
+            }
+            Some(other) => self.report(Finding::error(
+                AutoCode::MalformedProgram,
+                "/inputs",
+                format!("`inputs` is an object of name → type, not {}", type_name(other)),
+            )),
+        }
+        match obj.get("steps") {
+            Some(Json::Array(steps)) => program.steps = self.steps(steps, "/steps"),
+            Some(other) => self.report(Finding::error(
+                AutoCode::MalformedProgram,
+                "/steps",
+                format!("`steps` is an array of steps, not {}", type_name(other)),
+            )),
+            None => self.report(
+                Finding::error(AutoCode::MalformedProgram, "", "the program has no `steps`")
+                    .hint("add \"steps\": [] (it may be empty)"),
+            ),
+        }
+        match obj.get("output") {
+            None => {}
+            Some(o @ Json::Object(_)) => program.output = Some(o.clone()),
+            Some(other) => self.report(Finding::error(
+                AutoCode::MalformedProgram,
+                "/output",
+                format!("`output` is an object template, not {}", type_name(other)),
+            )),
+        }
+        program
+    }
+
+    fn steps(&mut self, steps: &[Json], at: &str) -> Vec<Step> {
+        steps.iter().enumerate().map(|(i, s)| self.step(s, &ptr(at, i))).collect()
+    }
+
+    fn step(&mut self, v: &Json, at: &str) -> Step {
+        let Some(obj) = v.as_object() else {
+            self.report(Finding::error(
+                AutoCode::MalformedStep,
+                at,
+                format!("a step is an object, not {}", type_name(v)),
+            ));
+            return Step { id: None, path: at.to_owned(), body: Body::Unknown };
+        };
+        let id = match obj.get("id") {
+            Some(Json::String(id)) if !id.is_empty() => Some(id.clone()),
+            Some(_) => {
+                self.report(Finding::error(
+                    AutoCode::MalformedStep,
+                    ptr(at, "id"),
+                    "`id` is a non-empty string",
+                ));
+                None
+            }
+            None => {
+                self.report(
+                    Finding::error(AutoCode::MalformedStep, at, "the step has no `id`")
+                        .hint("give every step a unique id of letters, digits, '_' and '-'"),
+                );
+                None
+            }
+        };
+        if let Some(note) = obj.get("note").filter(|n| !n.is_string()) {
+            self.report(Finding::error(
+                AutoCode::MalformedStep,
+                ptr(at, "note"),
+                format!("`note` is a string, not {}", type_name(note)),
+            ));
+        }
+        let kinds: Vec<&str> = KINDS.iter().copied().filter(|k| obj.contains_key(*k)).collect();
+        let kind = match kinds.as_slice() {
+            [one] => *one,
+            [] => {
+                self.report(
+                    Finding::error(AutoCode::MalformedStep, at, "the step has no kind member")
+                        .hint("a step has exactly one of `call`, `set`, `branch`, `loop`, `run`"),
+                );
+                return Step { id, path: at.to_owned(), body: Body::Unknown };
+            }
+            several => {
+                self.report(
+                    Finding::error(
+                        AutoCode::MalformedStep,
+                        at,
+                        format!("the step has several kind members: {}", several.join(", ")),
+                    )
+                    .hint("a step has exactly one of `call`, `set`, `branch`, `loop`, `run`: split it into several steps"),
+                );
+                return Step { id, path: at.to_owned(), body: Body::Unknown };
+            }
+        };
+        self.unknown_members(obj, at, members_of(kind), &format!("a {kind} step"), AutoCode::MalformedStep);
+        let body = match kind {
+            "call" | "run" => {
+                let name = match obj.get(kind) {
+                    Some(Json::String(s)) if !s.is_empty() => Some(s.clone()),
+                    other => {
+                        let what = if kind == "call" { "an action id" } else { "a program_ref" };
+                        self.report(Finding::error(
+                            AutoCode::MalformedStep,
+                            ptr(at, kind),
+                            format!(
+                                "`{kind}` is {what} (a non-empty string), not {}",
+                                other.map_or("missing", type_name)
+                            ),
+                        ));
+                        None
+                    }
+                };
+                let with = match obj.get("with") {
+                    None => Map::new(),
+                    Some(Json::Object(w)) => w.clone(),
+                    Some(other) => {
+                        self.report(Finding::error(
+                            AutoCode::MalformedStep,
+                            ptr(at, "with"),
+                            format!("`with` is an object of arguments, not {}", type_name(other)),
+                        ));
+                        Map::new()
+                    }
+                };
+                if kind == "call" {
+                    Body::Call { action: name, with }
+                } else {
+                    Body::Run { routine: name, with }
+                }
+            }
+            "set" => Body::Set { value: obj.get("set").cloned().unwrap_or(Json::Null) },
+            "branch" => {
+                let on = match obj.get("branch") {
+                    Some(Json::String(s)) if matches!(classify(s), Text::Ref(_)) => Some(s.clone()),
+                    other => {
+                        self.report(
+                            Finding::error(
+                                AutoCode::MalformedStep,
+                                ptr(at, "branch"),
+                                format!(
+                                    "`branch` is the reference whose value the arms test, not {}",
+                                    other.map_or("missing".to_owned(), |o| o.to_string())
+                                ),
+                            )
+                            .hint("write e.g. \"branch\": \"$.steps.temp.output.celsius\""),
+                        );
+                        None
+                    }
+                };
+                let arms = match obj.get("arms") {
+                    Some(Json::Array(arms)) if !arms.is_empty() => {
+                        arms.iter().enumerate().map(|(i, a)| self.arm(a, &ptr(&ptr(at, "arms"), i))).collect()
+                    }
+                    _ => {
+                        self.report(
+                            Finding::error(AutoCode::MalformedArms, ptr(at, "arms"), "`arms` is a non-empty array of arms")
+                                .hint("an arm is {\"label\": ..., \"equals\"|\"above\"|\"below\": ..., \"steps\": [...]}; the last arm has no test"),
+                        );
+                        Vec::new()
+                    }
+                };
+                Body::Branch { on, arms }
+            }
+            "loop" => {
+                let over = match obj.get("loop") {
+                    Some(Json::String(s)) if matches!(classify(s), Text::Ref(_)) => {
+                        Some(Json::String(s.clone()))
+                    }
+                    Some(l @ Json::Array(_)) => Some(l.clone()),
+                    other => {
+                        self.report(Finding::error(
+                            AutoCode::MalformedStep,
+                            ptr(at, "loop"),
+                            format!(
+                                "`loop` is a reference to a list, or a literal list, not {}",
+                                other.map_or("missing".to_owned(), |o| o.to_string())
+                            ),
+                        ));
+                        None
+                    }
+                };
+                let var = match obj.get("as") {
+                    Some(Json::String(s)) if is_name(s) => Some(s.clone()),
+                    other => {
+                        self.report(
+                            Finding::error(
+                                AutoCode::MalformedStep,
+                                ptr(at, "as"),
+                                format!(
+                                    "`as` names the current item (a plain name), not {}",
+                                    other.map_or("missing".to_owned(), |o| o.to_string())
+                                ),
+                            )
+                            .hint("write e.g. \"as\": \"light\" and read the item as $.vars.light"),
+                        );
+                        None
+                    }
+                };
+                let steps = self.nested_steps(obj, at);
+                Body::Loop { over, var, steps }
+            }
+            _ => Body::Unknown,
+        };
+        Step { id, path: at.to_owned(), body }
+    }
+
+    fn nested_steps(&mut self, obj: &Map<String, Json>, at: &str) -> Vec<Step> {
+        match obj.get("steps") {
+            Some(Json::Array(steps)) => self.steps(steps, &ptr(at, "steps")),
+            other => {
+                self.report(Finding::error(
+                    AutoCode::MalformedStep,
+                    ptr(at, "steps"),
+                    format!("`steps` is an array of steps, not {}", other.map_or("missing", type_name)),
+                ));
+                Vec::new()
+            }
+        }
+    }
+
+    fn arm(&mut self, v: &Json, at: &str) -> Arm {
+        let Some(obj) = v.as_object() else {
+            self.report(Finding::error(
+                AutoCode::MalformedArms,
+                at,
+                format!("an arm is an object, not {}", type_name(v)),
+            ));
+            return Arm { label: None, test: Test::Default, steps: Vec::new(), path: at.to_owned() };
+        };
+        self.unknown_members(obj, at, &ARM_MEMBERS, "an arm", AutoCode::MalformedArms);
+        let label = match obj.get("label") {
+            Some(Json::String(l)) if !l.is_empty() => Some(l.clone()),
+            _ => {
+                self.report(Finding::error(
+                    AutoCode::MalformedArms,
+                    ptr(at, "label"),
+                    "`label` is a non-empty string",
+                ));
+                None
+            }
+        };
+        let tests: Vec<&str> =
+            ["equals", "above", "below"].into_iter().filter(|t| obj.contains_key(*t)).collect();
+        let test = match tests.as_slice() {
+            [] => Test::Default,
+            ["equals"] => Test::Equals(obj["equals"].clone()),
+            [bound] => match obj[*bound].as_f64() {
+                Some(n) if *bound == "above" => Test::Above(n),
+                Some(n) => Test::Below(n),
+                None => {
+                    self.report(Finding::error(
+                        AutoCode::MalformedArms,
+                        ptr(at, bound),
+                        format!("`{bound}` is a number, not {}", type_name(&obj[*bound])),
+                    ));
+                    Test::Default
+                }
+            },
+            several => {
+                self.report(
+                    Finding::error(
+                        AutoCode::MalformedArms,
+                        at,
+                        format!("the arm has several tests: {}", several.join(", ")),
+                    )
+                    .hint("an arm has at most one of `equals`, `above`, `below`"),
+                );
+                Test::Default
+            }
+        };
+        let steps = match obj.get("steps") {
+            Some(Json::Array(steps)) => self.steps(steps, &ptr(at, "steps")),
+            other => {
+                self.report(Finding::error(
+                    AutoCode::MalformedArms,
+                    ptr(at, "steps"),
+                    format!("`steps` is an array of steps, not {}", other.map_or("missing", type_name)),
+                ));
+                Vec::new()
+            }
+        };
+        Arm { label, test, steps, path: at.to_owned() }
+    }
+}

@@ -1,0 +1,105 @@
+//! The `automation/v1` Pilotage server: automation programs and rules over an in-process smart
+//! building.
+//!
+//! ```text
+//! cargo run --example automation                              # MCP over stdio
+//! cargo run --example automation -- --http 127.0.0.1:8788     # Streamable HTTP at /mcp
+//! cargo run --example automation -- --store /tmp/runs.sqlite  # choose the run store file
+//! ```
+//!
+//! Runs are retained for one hour (retention "PT1H") in an SQLite run store that survives
+//! restarts: by default `$PILOTAGE_DATA_DIR/automation-runs.sqlite`, else
+//! `$XDG_DATA_HOME/pilotage/automation-runs.sqlite`, else
+//! `$HOME/.local/share/pilotage/automation-runs.sqlite`. Logs go to stderr (stdout is the MCP
+//! channel over stdio). Each MCP session gets its own freshly seeded building.
+
+mod engine;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{anyhow, Context};
+use clap::Parser;
+use pilotage::store::SqliteRunStore;
+use pilotage::transport::http::HttpOptions;
+use pilotage::Server;
+
+/// Serve the automation/v1 Pilotage Language over MCP.
+#[derive(Parser, Debug)]
+#[command(name = "automation", version, about)]
+struct Cli {
+    /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// Stateless HTTP (no MCP sessions; MCP 2026-07-28 style). Each request's principal is
+    /// its `Authorization` credential, so runs stay fetchable by the same credential.
+    #[arg(long, requires = "http")]
+    stateless: bool,
+    /// Accepted Host header values for HTTP (default: loopback names only).
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    allowed_hosts: Vec<String>,
+    /// The SQLite run store file (created when missing).
+    #[arg(long, value_name = "PATH")]
+    store: Option<PathBuf>,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(false).init();
+    match serve(Cli::parse()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The default run store file, under a data directory.
+fn default_store() -> anyhow::Result<PathBuf> {
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let dir = var("PILOTAGE_DATA_DIR")
+        .or_else(|| var("XDG_DATA_HOME").map(|d| d.join("pilotage")))
+        .or_else(|| var("HOME").map(|h| h.join(".local/share/pilotage")))
+        .ok_or_else(|| anyhow!("no data directory: set PILOTAGE_DATA_DIR, or pass --store PATH"))?;
+    Ok(dir.join("automation-runs.sqlite"))
+}
+
+async fn serve(cli: Cli) -> anyhow::Result<()> {
+    let path = match cli.store {
+        Some(p) => p,
+        None => default_store()?,
+    };
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    }
+    let store = SqliteRunStore::open(&path)
+        .map_err(|e| anyhow!(e))
+        .with_context(|| format!("opening the run store {}", path.display()))?;
+    let purged = store.purge_expired();
+    tracing::info!(store = %path.display(), purged, "run store open");
+    let server = Server::builder()
+        .name("pilotage-automation", env!("CARGO_PKG_VERSION"))
+        .language(engine::Automation::new)
+        .run_store(Arc::new(store))
+        .stateless(cli.stateless)
+        .build()
+        .context("building the Pilotage server")?;
+    match cli.http {
+        None => {
+            tracing::info!("serving automation/v1 over stdio");
+            server.serve_stdio().await.context("serving stdio")?;
+        }
+        Some(addr) => {
+            let options = HttpOptions {
+                stateless: cli.stateless,
+                allowed_hosts: (!cli.allowed_hosts.is_empty()).then_some(cli.allowed_hosts),
+            };
+            tracing::info!(%addr, "serving automation/v1 over Streamable HTTP at /mcp");
+            server.serve_http(addr, options).await.with_context(|| format!("serving HTTP on {addr}"))?;
+        }
+    }
+    Ok(())
+}

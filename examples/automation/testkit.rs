@@ -1,0 +1,234 @@
+//! Shared helpers of the `automation/v1` integration tests (`tests/automation_*.rs`,
+//! `tests/execution_*.rs`). A test file includes it with
+//!
+//! ```ignore
+//! mod support;
+//! #[allow(dead_code)]
+//! #[path = "../examples/automation/engine/mod.rs"]
+//! mod automation;
+//! #[allow(dead_code)]
+//! #[path = "../examples/automation/testkit.rs"]
+//! mod kit;
+//! ```
+//!
+//! Every execute response a test receives goes through [`Client::execute`], which checks the
+//! trace against the plan with `pilotage::correspondence::check` (Part II §5.8.4) whenever the
+//! run is an immediate run or a test run, and checks the installation trace of a deploy run.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use pilotage::language::Limits;
+use pilotage::store::SqliteRunStore;
+use pilotage::trace::Trace;
+use pilotage::validate::Plan;
+use pilotage::Server;
+use serde_json::{json, Value};
+
+use crate::support::{Conn, ToolCall};
+
+pub const LANGUAGE: &str = "automation/v1";
+pub const ARG: &str = "automation";
+pub const VALIDATE: &str = "validate_automation";
+pub const EXECUTE: &str = "run_automation";
+pub const TRACE: &str = "trace_automation";
+pub const PROMOTE: &str = "promote_automation";
+
+/// The sample context every request carries.
+pub fn ctx() -> Value {
+    json!({"timezone": "Europe/Paris"})
+}
+
+/// A run store file in the temp directory, deleted (with its WAL files) on drop.
+pub struct TempStore(pub PathBuf);
+
+impl TempStore {
+    pub fn new(tag: &str) -> TempStore {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let n = N.fetch_add(1, Ordering::SeqCst);
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+        let path = std::env::temp_dir()
+            .join(format!("pilotage-automation-{tag}-{}-{n}-{nanos}.sqlite", std::process::id()));
+        TempStore(path)
+    }
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempStore {
+    fn drop(&mut self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let mut p = self.0.clone().into_os_string();
+            p.push(suffix);
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// An automation/v1 server on the store file `store`, with `limits` when given.
+pub fn server_on(store: &Path, limits: Option<Limits>) -> Server {
+    let store = SqliteRunStore::open(store).expect("open the run store");
+    let mut builder =
+        Server::builder().name("automation-test", "0").language(crate::automation::Automation::new);
+    if let Some(l) = limits {
+        builder = builder.limits(l);
+    }
+    builder.run_store(Arc::new(store)).build().expect("the automation server builds")
+}
+
+/// The plan of a validate response.
+pub fn plan_of(validated: &Value) -> Plan {
+    serde_json::from_value(validated["plan"].clone()).unwrap_or_else(|e| panic!("no plan ({e}): {validated}"))
+}
+
+/// Check an execute response against `plan` (Part II §5.8.4): the trace of an immediate run or
+/// a test run corresponds to the plan (every expected step when the run succeeded, a prefix of
+/// it otherwise); a deploy run's trace is the one `install` entry.
+pub fn check_run(plan: &Plan, response: &Value, deploy: bool) {
+    let Some(trace) = response.get("trace") else {
+        return;
+    };
+    let trace: Trace =
+        serde_json::from_value(trace.clone()).unwrap_or_else(|e| panic!("bad trace ({e}): {response}"));
+    if deploy {
+        let ids: Vec<&str> = trace.steps.iter().map(|s| s.id.as_str()).collect();
+        assert!(ids.is_empty() || ids == ["install"], "a deploy run's trace is its installation: {response}");
+        return;
+    }
+    let completed = response["outcome"]["ok"] == json!(true);
+    if let Err(problems) = pilotage::correspondence::check(plan, &trace, completed) {
+        panic!("the trace does not correspond to the plan: {problems:#?}\nplan: {plan:#?}\nresponse: {response:#}");
+    }
+}
+
+/// A connected client of an automation/v1 server.
+pub struct Client {
+    pub conn: Conn,
+}
+
+impl Client {
+    /// Initialize `conn` (with the Pilotage extension).
+    pub async fn new(mut conn: Conn) -> Client {
+        conn.initialize(true).await;
+        Client { conn }
+    }
+
+    /// A duplex connection to `server`.
+    pub async fn duplex(server: &Server) -> Client {
+        Client::new(Conn::duplex(server)).await
+    }
+
+    pub async fn validate(&mut self, program: &Value) -> Value {
+        self.conn.call_ok(VALIDATE, json!({ARG: program, "context": ctx()})).await
+    }
+
+    /// Validate `program` (it must be valid) and return its plan and catalog_version.
+    pub async fn plan(&mut self, program: &Value) -> (Plan, String) {
+        let v = self.validate(program).await;
+        assert_eq!(v["valid"], true, "the program must be valid: {v:#}");
+        (plan_of(&v), v["catalog_version"].as_str().unwrap().to_owned())
+    }
+
+    /// `run_automation` with `args` exactly; the response is checked against `plan` when it is
+    /// a started run (see [`check_run`]).
+    pub async fn execute_with(&mut self, plan: &Plan, args: Value) -> ToolCall {
+        let deploy = args["mode"] == "deploy" && args.get("test_run") != Some(&json!(true));
+        let call = self.conn.call(EXECUTE, args).await;
+        if !call.is_error {
+            check_run(plan, &call.structured, deploy);
+        }
+        call
+    }
+
+    /// Validate `program`, then execute it in `mode` with the validated catalog_version and
+    /// the extra members `extra` (merged over the defaults). Returns the execute response,
+    /// which must not be a request error.
+    pub async fn run(&mut self, program: &Value, mode: &str, extra: Value) -> Value {
+        let (plan, version) = self.plan(program).await;
+        let mut args =
+            json!({ARG: program, "mode": mode, "context": ctx(), "expected_catalog_version": version});
+        for (k, v) in extra.as_object().cloned().unwrap_or_default() {
+            args[k] = v;
+        }
+        let call = self.execute_with(&plan, args).await;
+        assert!(!call.is_error, "{EXECUTE} returned a request error: {}", call.raw);
+        call.structured
+    }
+
+    pub async fn fingerprint(&mut self) -> Value {
+        self.conn.call_ok("world_fingerprint", json!({})).await
+    }
+
+    pub async fn fetch(&mut self, args: Value) -> ToolCall {
+        self.conn.call(TRACE, args).await
+    }
+
+    /// `pilotage_catalog` get.
+    pub async fn get(&mut self, id: &str) -> ToolCall {
+        self.conn.call("pilotage_catalog", json!({"language": LANGUAGE, "verb": "get", "id": id})).await
+    }
+}
+
+/// The ids of a response's trace entries.
+pub fn ids(response: &Value) -> Vec<String> {
+    response["trace"]["steps"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no trace: {response}"))
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The trace entry `id` of a response.
+pub fn entry<'a>(response: &'a Value, id: &str) -> &'a Value {
+    response["trace"]["steps"]
+        .as_array()
+        .and_then(|s| s.iter().find(|e| e["id"] == id))
+        .unwrap_or_else(|| panic!("no trace entry {id}: {:?}", ids(response)))
+}
+
+/// The `(took, because)` decisions of the trace entry `id`.
+pub fn decisions(response: &Value, id: &str) -> Vec<(String, String)> {
+    entry(response, id)["decisions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("entry {id} has no decisions"))
+        .iter()
+        .map(|d| (d["took"].as_str().unwrap().to_owned(), d["because"].as_str().unwrap().to_owned()))
+        .collect()
+}
+
+/// Assert a request error of `kind`.
+pub fn assert_request_error(call: &ToolCall, kind: &str) {
+    assert!(call.is_error, "expected the request error {kind}, got: {}", call.raw);
+    assert_eq!(call.structured["error"]["kind"], kind, "{}", call.raw);
+}
+
+/// The example binary `name` of this build (`target/<profile>/examples/<name>`), built first
+/// with `cargo build --example <name>` so it is never stale.
+pub fn example_binary(name: &str) -> PathBuf {
+    static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let profile_dir =
+        exe.parent().and_then(|deps| deps.parent()).expect("the test binary lives in target/<profile>/deps");
+    let path = profile_dir.join("examples").join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
+    if built.iter().any(|b| b == name) {
+        return path;
+    }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let mut command = std::process::Command::new(cargo);
+    command.args(["build", "--example", name]).current_dir(env!("CARGO_MANIFEST_DIR"));
+    if profile_dir.file_name().is_some_and(|p| p == "release") {
+        command.arg("--release");
+    }
+    let output = command.output().expect("cannot run cargo to build the example");
+    assert!(
+        output.status.success(),
+        "`cargo build --example {name}` failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    built.push(name.to_owned());
+    path
+}
