@@ -122,9 +122,11 @@ async fn context_rules_for_a_promoted_program() {
         )
         .await;
     assert_eq!(ok.structured["output"], json!({"zone": "UTC"}));
-    // Promotion validates exactly as validate does: without context it is refused.
+    // Promotion validates exactly as validate does: without context it is refused, as a
+    // result (an invalid program is never an error).
     let refused = c.conn.call(PROMOTE, json!({ARG: program(), "name": "Zone"})).await;
-    assert!(refused.is_error, "{}", refused.raw);
+    assert!(!refused.is_error, "{}", refused.raw);
+    assert_eq!(refused.structured["promoted"], false);
     assert_eq!(found(&refused.structured), binding(""));
 }
 

@@ -84,7 +84,7 @@ async fn a_reused_key_with_another_runnable_or_input_is_a_conflict() {
     assert_request_error(&other_input, "idempotency_conflict");
     assert_eq!(
         other_input.structured["error"]["message"],
-        "this idempotency_key was used with a different runnable or input: use a fresh key"
+        "this idempotency_key was used with a different runnable or input, or a different mode: use a fresh key"
     );
     let other_program = add(false);
     let (plan2, version2) = c.plan(&other_program).await;
@@ -200,14 +200,9 @@ async fn concurrent_duplicates_execute_once() {
     assert!(elapsed < std::time::Duration::from_millis(950), "two 500 ms runs overlapped: {elapsed:?}");
 }
 
-/// RUNTIME HAZARD (reported): the idempotency fingerprint is the runnable and `input` only
-/// (pilotage-runtime/src/dispatch.rs `execute`), so a `test_run` and the real run with the
-/// same key are "one execution": the real run replays the test run's response and never
-/// executes (likewise `mode: "deploy"` after `mode: "immediate"`). Part II §6.5.6 names only
-/// runnable and input, but a test run has no effects to protect; `test_run` and `mode` belong in
-/// the fingerprint (or their mismatch is a conflict).
+/// A test run has no effects to protect, so it neither claims nor replays an idempotency key:
+/// the real run with the same key executes.
 #[tokio::test]
-#[ignore = "runtime hazard: test_run and mode are not part of the idempotency fingerprint"]
 async fn a_test_run_does_not_consume_the_key_of_the_real_run() {
     let store = TempStore::new("idem");
     let mut c = Client::duplex(&server(&store)).await;

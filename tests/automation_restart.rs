@@ -158,7 +158,6 @@ fn a_duration_retention_needs_a_durable_store() {
 /// for every MCP session, while Part III §8.4 binds stdio authority to the deployment's ambient
 /// identity. The fetch after the restart answers `not_found`.
 #[tokio::test]
-#[ignore = "runtime bug: run records are owned by a random per-session caller id, so no later session (stdio restart) can fetch them"]
 async fn a_stored_run_survives_a_stdio_restart() {
     let store = TempStore::new("restart-stdio");
     let path = store.path().to_str().unwrap().to_owned();
@@ -180,7 +179,6 @@ async fn a_stored_run_survives_a_stdio_restart() {
 /// while Part II §6.5.6 requires a deduplication window at least as long as the declared
 /// retention (`PT1H`, which survives restarts). The retry after a restart executes again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "runtime bug: idempotency keys are not durable, the window ends at a restart"]
 async fn an_idempotency_key_survives_a_server_restart() {
     let store = TempStore::new("restart-idem");
     let port = free_port();

@@ -565,3 +565,20 @@ async fn the_sql_binary_over_stdio_copies_its_database_file() {
     assert_eq!(count["output"]["rows"], json!([[4]]));
     let _ = std::fs::remove_dir_all(path.parent().unwrap());
 }
+
+#[tokio::test]
+async fn nesting_past_the_parser_bound_is_bounds_exceeded_not_a_diagnostic() {
+    let http = HttpServer::start(&server()).await;
+    let mut conn = session(&http).await;
+    let shallow = format!("SELECT {}1{}", "(".repeat(10), ")".repeat(10));
+    let ok = conn.call("validate_sql", json!({"query": shallow})).await;
+    assert!(!ok.is_error, "{}", ok.raw);
+    assert_eq!(ok.structured["valid"], true);
+    let deep = format!("SELECT {}1{}", "(".repeat(60), ")".repeat(60));
+    let refused = conn.call("validate_sql", json!({"query": deep})).await;
+    assert!(refused.is_error, "{}", refused.raw);
+    assert_eq!(refused.structured["error"]["kind"], "bounds_exceeded");
+    let run = conn.call("run_sql", json!({"query": format!("SELECT {}1{}", "(".repeat(60), ")".repeat(60))})).await;
+    assert!(run.is_error, "re-validation is bounded the same way: {}", run.raw);
+    assert_eq!(run.structured["error"]["kind"], "bounds_exceeded");
+}

@@ -15,7 +15,9 @@
 
 mod engine;
 
-use std::net::SocketAddr;
+#[path = "../common/cli.rs"]
+mod cli;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -23,38 +25,26 @@ use std::sync::Arc;
 use anyhow::{anyhow, Context};
 use clap::Parser;
 use pilotage::store::SqliteRunStore;
-use pilotage::transport::http::HttpOptions;
 use pilotage::Server;
 
 /// Serve the automation/v1 Pilotage Language over MCP.
 #[derive(Parser, Debug)]
 #[command(name = "automation", version, about)]
 struct Cli {
-    /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio.
-    #[arg(long, value_name = "ADDR")]
-    http: Option<SocketAddr>,
+    #[command(flatten)]
+    transport: cli::Transport,
     /// Stateless HTTP (no MCP sessions; MCP 2026-07-28 style). Each request's principal is
     /// its `Authorization` credential, so runs stay fetchable by the same credential.
     #[arg(long, requires = "http")]
     stateless: bool,
-    /// Accepted Host header values for HTTP (default: loopback names only).
-    #[arg(long = "allowed-host", value_name = "HOST")]
-    allowed_hosts: Vec<String>,
     /// The SQLite run store file (created when missing).
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", display_order = 101)] // after --allowed-host
     store: Option<PathBuf>,
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(false).init();
-    match serve(Cli::parse()).await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    cli::run(serve(Cli::parse())).await
 }
 
 /// The default run store file, under a data directory.
@@ -87,19 +77,5 @@ async fn serve(cli: Cli) -> anyhow::Result<()> {
         .stateless(cli.stateless)
         .build()
         .context("building the Pilotage server")?;
-    match cli.http {
-        None => {
-            tracing::info!("serving automation/v1 over stdio");
-            server.serve_stdio().await.context("serving stdio")?;
-        }
-        Some(addr) => {
-            let options = HttpOptions {
-                stateless: cli.stateless,
-                allowed_hosts: (!cli.allowed_hosts.is_empty()).then_some(cli.allowed_hosts),
-            };
-            tracing::info!(%addr, "serving automation/v1 over Streamable HTTP at /mcp");
-            server.serve_http(addr, options).await.with_context(|| format!("serving HTTP on {addr}"))?;
-        }
-    }
-    Ok(())
+    cli::serve(server, cli.transport, cli.stateless, "automation/v1", None).await
 }

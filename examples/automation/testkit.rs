@@ -26,6 +26,9 @@ use pilotage::validate::Plan;
 use pilotage::Server;
 use serde_json::{json, Value};
 
+/// The example binary `name` of this build, built first so it is never stale.
+#[allow(unused_imports)] // used by the tests that spawn the binary
+pub use crate::support::example_binary;
 use crate::support::{Conn, ToolCall};
 
 pub const LANGUAGE: &str = "automation/v1";
@@ -203,32 +206,4 @@ pub fn decisions(response: &Value, id: &str) -> Vec<(String, String)> {
 pub fn assert_request_error(call: &ToolCall, kind: &str) {
     assert!(call.is_error, "expected the request error {kind}, got: {}", call.raw);
     assert_eq!(call.structured["error"]["kind"], kind, "{}", call.raw);
-}
-
-/// The example binary `name` of this build (`target/<profile>/examples/<name>`), built first
-/// with `cargo build --example <name>` so it is never stale.
-pub fn example_binary(name: &str) -> PathBuf {
-    static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let profile_dir =
-        exe.parent().and_then(|deps| deps.parent()).expect("the test binary lives in target/<profile>/deps");
-    let path = profile_dir.join("examples").join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
-    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
-    if built.iter().any(|b| b == name) {
-        return path;
-    }
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let mut command = std::process::Command::new(cargo);
-    command.args(["build", "--example", name]).current_dir(env!("CARGO_MANIFEST_DIR"));
-    if profile_dir.file_name().is_some_and(|p| p == "release") {
-        command.arg("--release");
-    }
-    let output = command.output().expect("cannot run cargo to build the example");
-    assert!(
-        output.status.success(),
-        "`cargo build --example {name}` failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    built.push(name.to_owned());
-    path
 }

@@ -338,7 +338,7 @@ async fn run_validation(
         tracing::error!(language = info.spec.name, %error, "the validator failed");
         RequestError::internal("the validator failed; the program was not judged")
     };
-    let core = if limits.isolate_validation {
+    let mut core = if limits.isolate_validation {
         let task = tokio::task::spawn_blocking(move || engine.validate_program(&request));
         match tokio::time::timeout(limits.validate_time, task).await {
             Err(_) => return Err(too_slow()),
@@ -354,6 +354,9 @@ async fn run_validation(
             Ok(core) => core,
         }
     };
+    if let Some(message) = core.bound_exceeded.take() {
+        return Err(RequestError::new(ErrorKind::BoundsExceeded, message));
+    }
     Ok(validate::derive(
         core,
         context_findings,
@@ -424,21 +427,37 @@ async fn execute(
 ) -> Outcome2<ExecuteResponse> {
     let info = &shared.langs[l];
     let checked = well_formed(info, session, l, args)?;
+    // Keys protect against repeated effects; a test run has none, so it neither claims nor
+    // replays a key.
     let key = match args.get("idempotency_key") {
-        Some(Value::String(k)) if info.effective.declares_sub(SubFeature::Idempotency) => k,
+        Some(Value::String(k)) if info.effective.declares_sub(SubFeature::Idempotency) && !checked.test_run => k,
         _ => return run_checked(shared, session, l, args, checked).await,
     };
+    // The runnable, its input, and the mode it runs in (an installation is not an evaluation).
     let fingerprint = crate::digest::canonical(&serde_json::json!({
         "program": args.get(info.spec.program_argument),
         "program_ref": args.get("program_ref"),
         "input": args.get("input"),
+        "mode": checked.mode.as_str(),
     }));
-    match shared.idempotency.claim(&session.caller.id, key, fingerprint).await {
+    // Under duration retention the window outlives the process: consult the durable record.
+    let durable = match (&info.spec.retention, &shared.durable) {
+        (Some(Retention::Duration { length, .. }), Some(store)) => Some((store, *length)),
+        _ => None,
+    };
+    let durable_key = format!("{}\u{0}{key}", session.caller.id);
+    if let Some((store, _)) = durable {
+        if let Some((recorded, response)) = store.get_replay(&durable_key) {
+            return match serde_json::from_value::<ExecuteResponse>(response) {
+                Ok(r) if recorded == fingerprint => Ok(r),
+                Ok(_) => Err(conflict()),
+                Err(e) => Err(RequestError::internal(format!("unreadable idempotency record: {e}"))),
+            };
+        }
+    }
+    match shared.idempotency.claim(&session.caller.id, key, fingerprint.clone()).await {
         Claim::Replay(response) => Ok(*response),
-        Claim::Conflict => Err(RequestError::new(
-            ErrorKind::IdempotencyConflict,
-            "this idempotency_key was used with a different runnable or input: use a fresh key",
-        )),
+        Claim::Conflict => Err(conflict()),
         Claim::Fresh(guard) => {
             let response = run_checked(shared, session, l, args, checked).await?;
             if !REFUSALS.contains(&response.outcome.status()) {
@@ -446,6 +465,12 @@ async fn execute(
                     Some(Retention::Duration { length, .. }) => *length,
                     _ => std::time::Duration::MAX,
                 };
+                if let Some((store, length)) = durable {
+                    let value = serde_json::to_value(&response).unwrap_or(Value::Null);
+                    if let Err(e) = store.put_replay(&durable_key, &fingerprint, &value, length) {
+                        tracing::error!(error = %e, "could not persist the idempotency record");
+                    }
+                }
                 guard.record(&response, window);
             }
             Ok(response)
@@ -457,6 +482,13 @@ async fn execute(
 enum Runnable<'a> {
     Inline(&'a Value),
     Promoted(Arc<Promoted>),
+}
+
+fn conflict() -> RequestError {
+    RequestError::new(
+        ErrorKind::IdempotencyConflict,
+        "this idempotency_key was used with a different runnable or input, or a different mode: use a fresh key",
+    )
 }
 
 fn well_formed<'a>(
@@ -626,6 +658,7 @@ async fn run_checked(
         }
     };
     // 5. Execution.
+    let promoted = Arc::new(session.promoted_bodies(l, snapshot.as_deref()));
     let request = ExecuteRequest {
         run_id: run_id.clone(),
         program,
@@ -635,7 +668,7 @@ async fn run_checked(
         caller: session.caller.clone(),
         mode,
         test_run,
-        promoted: Arc::new(session.promoted_bodies(l)),
+        promoted,
     };
     let recorder = Recorder::new(info.limits.max_steps);
     let engine = session.engines[l].clone();
@@ -801,11 +834,12 @@ async fn promote(shared: &Shared, session: &Session, l: usize, args: &Map<String
     };
     let (true, Some(plan), Some(snapshot)) = (verdict.valid, verdict.plan.as_ref(), session.snapshot(l))
     else {
+        // An invalid program is a result, never an error (Part III §7.1), here as anywhere.
         let n = verdict.diagnostics.len();
         return Reply {
             structured: serde_json::json!({"promoted": false, "diagnostics": verdict.diagnostics}),
             text: format!("not promoted: the program is invalid ({n} diagnostic(s))"),
-            is_error: true,
+            is_error: false,
         };
     };
     let promotion = Promotion {

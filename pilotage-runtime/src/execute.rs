@@ -63,7 +63,7 @@ pub struct ExecuteResponse {
     /// The outcome.
     pub outcome: Outcome,
     /// Engine-defined result, only when ok.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::trace::present")]
     pub output: Option<Value>,
     /// The refusal's diagnostics (status `validation_error`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -92,8 +92,8 @@ pub struct ExecuteRequest {
     pub mode: ExecutionMode,
     /// A side-effect-free test run.
     pub test_run: bool,
-    /// The bodies of the caller's promoted programs of this Language, by reference.
-    pub promoted: Arc<std::collections::BTreeMap<String, Arc<Value>>>,
+    /// The caller's promoted programs of this Language, by reference.
+    pub promoted: Arc<std::collections::BTreeMap<String, crate::promotion::SubProgram>>,
 }
 
 /// A failure status: a reserved one or one of the engine's own `S`.
@@ -275,6 +275,14 @@ pub struct LoopHandle {
     depth: usize,
 }
 
+/// A step recorded before its work finished; see [`StepBuilder::open`].
+#[derive(Debug)]
+#[must_use = "end the step with Run::finish_step"]
+pub struct OpenStep {
+    index: Option<usize>,
+    started: Instant,
+}
+
 /// Whether a run must stop; see [`Run::stop_signal`].
 #[derive(Clone, Debug)]
 pub struct StopSignal(Recorder);
@@ -334,15 +342,36 @@ impl<S: RunStatus> Run<S> {
     pub fn is_test_run(&self) -> bool {
         self.request.test_run
     }
+    /// End a step opened with [`StepBuilder::open`]: its output, or its failure.
+    pub fn finish_step(&mut self, step: OpenStep, result: Result<Value, (Failure<S>, String)>) {
+        let t_ms = u64::try_from(step.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let mut st = self.recorder.state();
+        if let Some(entry) = step.index.and_then(|i| st.steps.get_mut(i)) {
+            entry.t_ms = Some(t_ms);
+            match result {
+                Ok(output) => entry.output = Some(output),
+                Err((failure, error)) => entry.outcome = Outcome::failure(failure.wire(), error),
+            }
+        }
+    }
+
     /// A handle that tells, from any thread, whether the run must stop (bounds exceeded or time
     /// up): hand it to blocking engine code, e.g. a database progress callback.
     pub fn stop_signal(&self) -> StopSignal {
         StopSignal(self.recorder.clone())
     }
 
-    /// The body of the caller's promoted program `reference`, to call as a sub-program.
+    /// The body of the caller's promoted program `reference`, to call as a sub-program
+    /// (check [`Run::promoted_drift`] first: a drifted program must not run).
     pub fn promoted(&self, reference: &str) -> Option<Arc<Value>> {
-        self.request.promoted.get(reference).cloned()
+        self.request.promoted.get(reference).map(|p| p.body.clone())
+    }
+
+    /// The entries referenced by promoted program `reference` whose load-bearing fields changed
+    /// since promotion (the runtime's baseline check, for sub-program calls); empty when the
+    /// program is still runnable or unknown.
+    pub fn promoted_drift(&self, reference: &str) -> Vec<String> {
+        self.request.promoted.get(reference).map(|p| p.drifted.clone()).unwrap_or_default()
     }
 
     /// Start recording the internal steps of an expanded sub-program called by step `call_id`
@@ -533,6 +562,24 @@ impl<S: RunStatus> StepBuilder<'_, S> {
             decisions: None,
         });
     }
+    /// Record the step now, before the work it stands for (a sub-program call whose internal
+    /// entries follow it keeps its place in execution order); end it with [`Run::finish_step`].
+    pub fn open(self) -> OpenStep {
+        let started = self.started;
+        let mut st = self.run.recorder.state();
+        let qid = st.qualified(&self.id);
+        let index = st.push(TraceStep {
+            id: qid,
+            calls: self.calls,
+            input: Some(self.input.unwrap_or(Value::Null)),
+            output: Some(Value::Null),
+            outcome: Outcome::success(),
+            t_ms: None,
+            decisions: None,
+        });
+        OpenStep { index, started }
+    }
+
     /// The step succeeded.
     pub fn succeeded(self) {
         self.record(Outcome::success());

@@ -127,6 +127,16 @@ impl Promoted {
     }
 }
 
+/// A promoted program as a run sees it, to call as a sub-program.
+#[derive(Clone, Debug)]
+pub struct SubProgram {
+    /// The immutable body.
+    pub body: Arc<Value>,
+    /// Referenced entries whose load-bearing fields changed since promotion: when not empty,
+    /// the program must not run (its reference is terminal; promote it again).
+    pub drifted: Vec<String>,
+}
+
 /// The promoted programs of one session and Language, with the merged snapshot cached.
 #[derive(Default)]
 pub(crate) struct Promotions {
@@ -140,8 +150,16 @@ impl Promotions {
         self.items.insert(p.entry.id.clone(), p.clone());
         p
     }
-    pub fn bodies(&self) -> BTreeMap<String, Arc<Value>> {
-        self.items.iter().map(|(k, p)| (k.clone(), p.body.clone())).collect()
+    /// The bodies a run may call as sub-programs, each with the referenced entries that have
+    /// drifted from its baseline against `snapshot` (empty: still runnable).
+    pub fn bodies(&self, snapshot: Option<&CatalogSnapshot>) -> BTreeMap<String, SubProgram> {
+        self.items
+            .iter()
+            .map(|(k, p)| {
+                let drifted = snapshot.map(|s| p.drift(s)).unwrap_or_default();
+                (k.clone(), SubProgram { body: p.body.clone(), drifted })
+            })
+            .collect()
     }
     pub fn get(&self, reference: &str) -> Option<Arc<Promoted>> {
         self.items.get(reference).cloned()

@@ -145,6 +145,7 @@ pub fn promote_input(spec: &LanguageSpec) -> Value {
         "type": "object",
         "properties": {
             spec.program_argument: {},
+            "context": {},
             "name": {"type": "string"},
             "description": {"type": "string"},
             "input_schema": {"type": "object"}

@@ -62,10 +62,9 @@ impl Shared {
     pub fn tool(&self, name: &str) -> Option<&ToolEntry> {
         self.index.get(name).map(|i| &self.tools[*i])
     }
-    fn new_session(&self) -> Arc<Session> {
-        let id = uuid::Uuid::new_v4().simple().to_string();
+    fn new_session(&self, caller: Caller) -> Arc<Session> {
         let engines = self.langs.iter().map(|l| (l.factory)()).collect();
-        Arc::new(Session::new(Caller::new(format!("session-{id}")), engines, false))
+        Arc::new(Session::new(caller, engines, false))
     }
     /// The world of a principal without an MCP session (stateless 2026-07-28 requests): one
     /// per authorization identity, so an unauthorized name or run stays invisible.
@@ -337,20 +336,26 @@ pub struct PilotageHandler {
     session: Arc<OnceLock<Arc<Session>>>,
 }
 
+/// Who is asking (Part III §8.4): over HTTP the connection's authorization context (the
+/// `Authorization` credential), else `fallback`; over stdio the deployment's ambient identity.
+fn principal(context: &RequestContext<RoleServer>, fallback: impl FnOnce() -> String) -> String {
+    match context.extensions.get::<axum::http::request::Parts>() {
+        None => "ambient".to_owned(),
+        Some(parts) => parts
+            .headers
+            .get(axum::http::header::AUTHORIZATION)
+            .map(|v| crate::digest::token("principal-", v.as_bytes()))
+            .unwrap_or_else(fallback),
+    }
+}
+
 impl PilotageHandler {
-    /// The session's world; for a request outside any session, its principal's (the HTTP
-    /// `Authorization` credential, or the one anonymous principal).
+    /// The session's world; for a request outside any session, its principal's.
     fn session(&self, context: &RequestContext<RoleServer>) -> Arc<Session> {
         if let Some(s) = self.session.get() {
             return s.clone();
         }
-        let principal = context
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|p| p.headers.get(axum::http::header::AUTHORIZATION))
-            .map(|v| crate::digest::token("principal-", v.as_bytes()))
-            .unwrap_or_else(|| "anonymous".to_owned());
-        self.shared.stateless_session(principal)
+        self.shared.stateless_session(principal(context, || "anonymous".to_owned()))
     }
 }
 
@@ -364,7 +369,9 @@ impl ServerHandler for PilotageHandler {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
-        let _ = self.session.get_or_init(|| self.shared.new_session());
+        // An HTTP session without credentials is its own caller; stdio is the ambient identity.
+        let caller = principal(&context, || format!("session-{}", uuid::Uuid::new_v4().simple()));
+        let _ = self.session.get_or_init(|| self.shared.new_session(Caller::new(caller)));
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
     }

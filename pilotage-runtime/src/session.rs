@@ -49,10 +49,14 @@ impl Session {
         self.promotions.get(lang)?.lock().unwrap_or_else(|p| p.into_inner()).get(reference)
     }
 
-    pub fn promoted_bodies(&self, lang: usize) -> std::collections::BTreeMap<String, Arc<serde_json::Value>> {
+    pub fn promoted_bodies(
+        &self,
+        lang: usize,
+        snapshot: Option<&CatalogSnapshot>,
+    ) -> std::collections::BTreeMap<String, crate::promotion::SubProgram> {
         self.promotions
             .get(lang)
-            .map(|p| p.lock().unwrap_or_else(|p| p.into_inner()).bodies())
+            .map(|p| p.lock().unwrap_or_else(|p| p.into_inner()).bodies(snapshot))
             .unwrap_or_default()
     }
 }

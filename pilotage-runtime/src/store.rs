@@ -52,6 +52,12 @@ impl SqliteRunStore {
                 run_id TEXT PRIMARY KEY,
                 record TEXT NOT NULL,
                 expires_at_ms INTEGER NOT NULL
+             );
+             CREATE TABLE IF NOT EXISTS pilotage_replays (
+                key TEXT PRIMARY KEY,
+                fingerprint TEXT NOT NULL,
+                response TEXT NOT NULL,
+                expires_at_ms INTEGER NOT NULL
              );",
         )
         .map_err(|e| e.to_string())?;
@@ -95,5 +101,36 @@ impl RunStore for SqliteRunStore {
 
     fn durable(&self) -> bool {
         self.durable
+    }
+
+    fn put_replay(
+        &self,
+        key: &str,
+        fingerprint: &str,
+        response: &serde_json::Value,
+        keep_for: Duration,
+    ) -> Result<(), String> {
+        let keep_ms = i64::try_from(keep_for.as_millis()).unwrap_or(i64::MAX);
+        let conn = self.conn.lock().map_err(|_| "run store poisoned".to_owned())?;
+        conn.execute(
+            "INSERT OR REPLACE INTO pilotage_replays (key, fingerprint, response, expires_at_ms) VALUES (?1, ?2, ?3, ?4)",
+            params![key, fingerprint, response.to_string(), now_ms().saturating_add(keep_ms)],
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
+    fn get_replay(&self, key: &str) -> Option<(String, serde_json::Value)> {
+        let conn = self.conn.lock().ok()?;
+        let (fingerprint, text): (String, String) = conn
+            .query_row(
+                "SELECT fingerprint, response FROM pilotage_replays WHERE key = ?1 AND expires_at_ms > ?2",
+                params![key, now_ms()],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()
+            .ok()
+            .flatten()?;
+        Some((fingerprint, serde_json::from_str(&text).ok()?))
     }
 }

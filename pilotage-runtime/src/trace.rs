@@ -11,6 +11,12 @@ use crate::errors::RequestError;
 use crate::execute::Outcome;
 use crate::language::TraceLevel;
 
+/// Deserialize an optional "any" member so that a present `null` stays `Some(Value::Null)`:
+/// absent and `null` are different facts in a trace.
+pub(crate) fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
 /// One control-flow decision.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Decision {
@@ -31,10 +37,10 @@ pub struct TraceStep {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calls: Option<String>,
     /// Step input (full level, non-control-flow steps).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
     pub input: Option<Value>,
     /// Step output (full; truncated form at summary).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
     pub output: Option<Value>,
     /// Step outcome.
     pub outcome: Outcome,
@@ -132,6 +138,7 @@ pub struct RunRecord {
     /// Outcome.
     pub outcome: Outcome,
     /// Output, where retained.
+    #[serde(default, deserialize_with = "present")]
     pub output: Option<Value>,
     /// Level recorded.
     pub level: TraceLevel,
@@ -162,6 +169,23 @@ pub trait RunStore: Send + Sync + 'static {
     fn get(&self, run_id: &str) -> Option<RunRecord>;
     /// Whether records survive a restart (required by ISO 8601 duration retention).
     fn durable(&self) -> bool;
+    /// Record the response of the first Run under idempotency `key` (scoped by the caller),
+    /// so a replay after a restart returns it. The default keeps nothing.
+    fn put_replay(
+        &self,
+        key: &str,
+        fingerprint: &str,
+        response: &Value,
+        keep_for: std::time::Duration,
+    ) -> Result<(), String> {
+        let _ = (key, fingerprint, response, keep_for);
+        Ok(())
+    }
+    /// The fingerprint and response recorded under `key`, within its window.
+    fn get_replay(&self, key: &str) -> Option<(String, Value)> {
+        let _ = key;
+        None
+    }
 }
 
 /// An in-memory store: the right store for `"session"` retention (one per session, so
@@ -193,7 +217,7 @@ pub struct TraceFetchResponse {
     /// Its outcome.
     pub outcome: Outcome,
     /// Output, where retained.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
     pub output: Option<Value>,
     /// The trace at min(requested, recorded).
     pub trace: Trace,

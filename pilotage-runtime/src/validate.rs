@@ -240,6 +240,8 @@ pub struct ValidationCore {
     pub risks: &'static [RiskMember],
     /// Step ids already reported for reserved characters.
     pub reported_ids: BTreeSet<String>,
+    /// Set when the validator hit one of its own resource bounds.
+    pub bound_exceeded: Option<String>,
 }
 
 /// The typed validation sink an engine's validate method writes to.
@@ -335,6 +337,12 @@ impl<C: DiagnosticCode, R: RiskLevel> Validation<C, R> {
     /// Record a referenced catalog entry (used for `references` when `plan` is undeclared).
     pub fn reference(&mut self, entry: impl Into<String>) {
         self.core.references.push(entry.into());
+    }
+    /// Stop: validating this program would exceed one of the validator's own resource bounds
+    /// (nesting its parser cannot take, expansion past a limit). The request then ends with the
+    /// `bounds_exceeded` request error (Part II §10.1), not with diagnostics.
+    pub fn bound_exceeded(&mut self, message: impl Into<String>) {
+        self.core.bound_exceeded = Some(message.into());
     }
     /// Whether an error has been reported so far.
     pub fn has_errors(&self) -> bool {

@@ -24,6 +24,7 @@ mod surface;
 
 pub use conn::{Conn, ToolCall};
 pub use http::{HttpServer, HttpStyle};
+pub use lines::example_binary;
 pub use schemas::{assert_def, ToolKind};
 
 /// The Pilotage extension identifier, also its `_meta` key.

@@ -10,10 +10,16 @@ use pilotage::execute::{ExecuteRequest, Recorder};
 use pilotage::language::{Caller, ExecutionMode};
 use pilotage::prelude::*;
 
+#[path = "../../common/admin_args.rs"]
+mod admin_args;
+
+use admin_args::{required, str_arg};
+
 use super::check::risk_named;
 use super::interpret;
 use super::program::is_step_id;
-use super::world::{fingerprint, Behaviour, EntryDef, World};
+use super::digest::fingerprint;
+use super::world::{Behaviour, EntryDef, World};
 use super::{AutoKind, AutoStatus};
 
 /// `world_fingerprint`: a digest of the building with a few counters.
@@ -34,24 +40,8 @@ pub fn fingerprint_of(world: &World) -> Json {
     })
 }
 
-fn str_arg<'a>(args: &'a Json, key: &str) -> Result<Option<&'a str>, String> {
-    match args.get(key) {
-        None => Ok(None),
-        Some(Json::String(s)) => Ok(Some(s)),
-        Some(_) => Err(format!("`{key}` must be a string")),
-    }
-}
-
-fn required<'a>(args: &'a Json, key: &str) -> Result<&'a str, String> {
-    str_arg(args, key)?.ok_or_else(|| format!("`{key}` is required"))
-}
-
 fn risk_arg(args: &Json) -> Result<Option<super::AutoRisk>, String> {
-    match str_arg(args, "risk")? {
-        None => Ok(None),
-        Some(r @ ("safe" | "write" | "destructive" | "external")) => Ok(Some(risk_named(r))),
-        Some(other) => Err(format!("unknown risk '{other}': use safe, write, destructive or external")),
-    }
+    Ok(admin_args::risk_arg(args)?.map(risk_named))
 }
 
 /// `catalog_add_entry`: a new action whose output is its arguments.
@@ -174,8 +164,11 @@ pub fn emit(
     for rule in rules {
         let mut entries = snapshot.entries().to_vec();
         entries.extend(rule.routines.values().map(|(_, e)| e.clone()));
-        let bodies: BTreeMap<String, Arc<Json>> =
-            rule.routines.iter().map(|(k, (b, _))| (k.clone(), b.clone())).collect();
+        let bodies: BTreeMap<String, pilotage::promotion::SubProgram> = rule
+            .routines
+            .iter()
+            .map(|(k, (b, _))| (k.clone(), pilotage::promotion::SubProgram { body: b.clone(), drifted: Vec::new() }))
+            .collect();
         let request = ExecuteRequest {
             run_id: format!("{}_{}", rule.rule_id, event),
             program: Arc::new(rule.body.clone()),

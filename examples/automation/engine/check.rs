@@ -13,7 +13,7 @@ use serde_json::Map;
 
 use super::program::{
     self, classify, close_hint, ptr, references, Body, Finding, InputType, Program, Ref, Root, Step, Test,
-    Text,
+    Text, Whole,
 };
 use super::{AutoCode, AutoKind, AutoRisk};
 
@@ -53,11 +53,7 @@ pub fn validate(doc: &Json, v: &mut Validation<AutoCode, AutoRisk>) {
     c.findings = findings;
     c.check_program(&program);
     for f in c.findings {
-        let d =
-            if f.warning { v.warning(f.code, f.path, f.message) } else { v.error(f.code, f.path, f.message) };
-        if let Some(h) = f.hint {
-            d.hint(h);
-        }
+        f.report(v);
     }
     for id in &c.reserved {
         v.step_id(&id.0, id.1.as_str());
@@ -622,7 +618,7 @@ impl<'a> Checker<'a> {
                     self.report(f);
                 }
             }
-            Root::Event => match &self.event {
+            Root::Own(Whole::Event) => match &self.event {
                 None => self.report(
                     Finding::error(
                         AutoCode::UnknownReference,
@@ -649,7 +645,7 @@ impl<'a> Checker<'a> {
                 }
                 Some(None) => {}
             },
-            Root::Context => {
+            Root::Own(Whole::Context) => {
                 if let Some(first) = r.path.first() {
                     if !CONTEXT_MEMBERS.contains(&first.as_str()) {
                         let f = Finding::error(

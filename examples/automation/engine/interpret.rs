@@ -19,7 +19,7 @@ use pilotage::validate::ValidateRequest;
 use serde_json::Map;
 
 use super::check;
-use super::program::{self, classify, type_name, Arm, Body, Program, Ref, Root, Step, Test, Text};
+use super::program::{self, short, type_name, Arm, Body, Program, Root, Step, Test, Whole};
 use super::world::{ActionError, Rule, World};
 use super::{AutoCode, AutoRisk, AutoStatus};
 
@@ -511,6 +511,11 @@ impl Exec<'_, '_> {
             self.run.step(id).calls(reference).input(args).failed(Failure::Partial, message);
             return Err(Stop::Bound);
         }
+        let drifted = self.run.promoted_drift(reference);
+        if !drifted.is_empty() {
+            let why = format!("entries it references changed since promotion ({})", drifted.join(", "));
+            return refuse(self, AutoStatus::Stale, format!("{why}: promote the program again"));
+        }
         if let Some(why) = self.stale(&body, &entry) {
             return refuse(self, AutoStatus::Stale, format!("{why}: promote the program again"));
         }
@@ -662,43 +667,23 @@ impl Exec<'_, '_> {
 
     /// Evaluate a template: references replaced by their values, `$$` unescaped.
     fn resolve(&self, v: &Json) -> Result<Json, String> {
-        Ok(match v {
-            Json::String(s) => self.resolve_text(s)?,
-            Json::Array(a) => Json::Array(a.iter().map(|x| self.resolve(x)).collect::<Result<_, _>>()?),
-            Json::Object(o) => Json::Object(
-                o.iter().map(|(k, x)| Ok((k.clone(), self.resolve(x)?))).collect::<Result<_, String>>()?,
-            ),
-            other => other.clone(),
-        })
+        program::resolve(v, &|root: &Root| self.value_of(root))
     }
 
     fn resolve_text(&self, s: &str) -> Result<Json, String> {
-        match classify(s) {
-            Text::Literal(l) => Ok(Json::String(l.to_owned())),
-            Text::Ref(Err(e)) => Err(e),
-            Text::Ref(Ok(r)) => self.lookup(&r, s),
-        }
+        program::resolve_text(s, &|root: &Root| self.value_of(root))
     }
 
-    fn lookup(&self, r: &Ref, text: &str) -> Result<Json, String> {
+    /// The value a reference root holds at this point.
+    fn value_of(&self, root: &Root) -> Option<&Json> {
         let f = &self.frame;
-        let root = match &r.root {
+        match root {
             Root::Input(name) => f.inputs.get(name),
             Root::Step(id) => f.outputs.get(id),
             Root::Var(name) => f.vars.iter().rev().find(|(n, _)| n == name).map(|(_, v)| v),
-            Root::Event => f.event.as_ref(),
-            Root::Context => f.context.as_ref(),
-        };
-        let mut cur = root.ok_or_else(|| format!("{text} has no value at this point"))?;
-        for seg in &r.path {
-            let next = match cur {
-                Json::Object(o) => o.get(seg),
-                Json::Array(a) => seg.parse::<usize>().ok().and_then(|i| a.get(i)),
-                _ => None,
-            };
-            cur = next.ok_or_else(|| format!("{text}: {} has no member '{seg}'", short(cur)))?;
+            Root::Own(Whole::Event) => f.event.as_ref(),
+            Root::Own(Whole::Context) => f.context.as_ref(),
         }
-        Ok(cur.clone())
     }
 }
 
@@ -715,14 +700,4 @@ fn schema_misfit(schema: Option<&Json>, v: &Json) -> Option<String> {
         }
     });
     misfit
-}
-
-/// A value's JSON text, cut to 80 characters.
-fn short(v: &Json) -> String {
-    let text = v.to_string();
-    if text.chars().count() <= 80 {
-        text
-    } else {
-        format!("{}…", text.chars().take(80).collect::<String>())
-    }
 }

@@ -20,10 +20,16 @@ use pilotage::prelude::*;
 
 mod admin;
 mod check;
+#[path = "../../common/digest.rs"]
+mod digest;
 mod interpret;
 mod narrate;
 mod program;
+#[path = "../../common/snapshot_cache.rs"]
+mod snapshot_cache;
 mod world;
+
+use snapshot_cache::SnapshotCache;
 
 /// Bounds the engine applies itself (beside the runtime's `Limits`).
 #[allow(unused_imports)]
@@ -61,6 +67,10 @@ pub enum AutoRisk {
     Destructive,
     #[risk(open_world)]
     External,
+    /// The maximum of a plan that both destroys and reaches outside (`max_risk` only).
+    #[allow(dead_code)]
+    #[risk(destructive, open_world)]
+    DestructiveExternal,
 }
 
 /// Engine-defined failure statuses (run and step level; see the closed-sets guide).
@@ -96,7 +106,7 @@ pub enum AutoKind {
 /// The engine: one session's world and its cached catalog snapshot.
 pub struct Automation {
     world: Mutex<world::World>,
-    snapshot: Mutex<Option<Arc<CatalogSnapshot>>>,
+    snapshot: SnapshotCache,
 }
 
 impl Default for Automation {
@@ -108,24 +118,19 @@ impl Default for Automation {
 impl Automation {
     /// A fresh, deterministically seeded world.
     pub fn new() -> Self {
-        Automation { world: Mutex::new(world::World::seeded()), snapshot: Mutex::new(None) }
+        Automation { world: Mutex::new(world::World::seeded()), snapshot: SnapshotCache::default() }
     }
 
     fn world(&self) -> MutexGuard<'_, world::World> {
         self.world.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Apply a catalog change, then drop the cached snapshot (the world lock is released
-    /// before the cache lock is taken: `catalog_snapshot` takes them in the other order).
+    /// Apply a catalog change, then drop the cached snapshot.
     fn change_catalog(
         &self,
         f: impl FnOnce(&mut world::World) -> Result<Json, String>,
     ) -> Result<Json, String> {
-        let result = f(&mut self.world());
-        if result.is_ok() {
-            *self.snapshot.lock().unwrap_or_else(|p| p.into_inner()) = None;
-        }
-        result
+        self.snapshot.change(&self.world, f)
     }
 }
 
@@ -182,13 +187,7 @@ impl Automation {
     /// Every caller of the session sees the same entries, so one cached snapshot serves them;
     /// it is rebuilt after a catalog change.
     fn catalog_snapshot(&self, _caller: &Caller) -> Arc<CatalogSnapshot> {
-        let mut cache = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(s) = cache.as_ref() {
-            return s.clone();
-        }
-        let snapshot = Arc::new(CatalogSnapshot::new(self.world().entries()));
-        *cache = Some(snapshot.clone());
-        snapshot
+        self.snapshot.get_or_build(|| CatalogSnapshot::new(self.world().entries()))
     }
 
     fn narrate_run(

@@ -2,42 +2,26 @@
 //! rules install, and their test runs correspond to their plans), and the closed codes fire
 //! where the closed-sets guide says.
 
-use std::sync::Arc;
-
 use pilotage::correspondence;
-use pilotage::execute::{ExecuteRequest, FinishCore, Recorder};
+use pilotage::execute::FinishCore;
 use pilotage::language::{Engine, ExecutionMode};
 use pilotage::trace::{Trace, TraceLevelWire, TraceStep};
-use pilotage::validate::{derive, Derivation, Locator, ValidateRequest, ValidateResponse};
+use pilotage::validate::ValidateResponse;
+
+#[allow(dead_code)] // each engine's tests use their part of it
+#[path = "../../common/engine_harness.rs"]
+mod harness;
+
+use harness::{codes, fenced_blocks, has};
 
 use super::*;
-
-fn caller() -> Caller {
-    Caller::new("test-caller")
-}
 
 fn context() -> Json {
     json!({"timezone": "Europe/Paris"})
 }
 
 fn validate(engine: &Automation, program: &Json) -> ValidateResponse {
-    let snapshot = engine.catalog_snapshot(&caller());
-    let request = ValidateRequest {
-        program: Arc::new(program.clone()),
-        context: Some(Arc::new(context())),
-        catalog: Some(snapshot.clone()),
-        caller: caller(),
-    };
-    let core = Engine::validate_program(engine, &request);
-    derive(
-        core,
-        Vec::new(),
-        &Derivation {
-            codes: &engine.language_spec().sets.codes,
-            plan: true,
-            catalog_version: Some(snapshot.version().to_owned()),
-        },
-    )
+    harness::validate(engine, program, Some(&context()))
 }
 
 fn execute(
@@ -47,63 +31,27 @@ fn execute(
     mode: ExecutionMode,
     test_run: bool,
 ) -> (FinishCore, Vec<TraceStep>) {
-    let verdict = validate(engine, program);
-    assert!(verdict.valid, "program must be valid to run: {:#?}", verdict.diagnostics);
-    let request = ExecuteRequest {
-        run_id: "run_test".to_owned(),
-        program: Arc::new(program.clone()),
-        input: input.map(Arc::new),
-        context: Some(Arc::new(context())),
-        catalog: Some(engine.catalog_snapshot(&caller())),
-        caller: caller(),
-        mode,
-        test_run,
-        promoted: Default::default(),
-    };
-    let recorder = Recorder::new(10_000);
-    let finish = futures::executor::block_on(Engine::execute_program(engine, &request, recorder.clone()));
-    assert!(recorder.input_findings().is_empty(), "{:?}", recorder.input_findings());
-    let steps = recorder.steps();
+    let ran = harness::execute(engine, program, input, Some(&context()), mode, test_run);
+    assert!(ran.refused.is_empty(), "{:?}", ran.refused);
     if mode == ExecutionMode::Immediate || test_run {
         let trace = Trace {
             run_id: "run_test".into(),
             level: TraceLevelWire::Full,
-            steps: steps.clone(),
+            steps: ran.steps.clone(),
             stats: None,
         };
-        let plan = verdict.plan.expect("a valid program has a plan");
-        correspondence::check(&plan, &trace, finish.outcome.ok())
+        let plan = ran.plan.expect("a valid program has a plan");
+        correspondence::check(&plan, &trace, ran.finish.outcome.ok())
             .unwrap_or_else(|p| panic!("trace does not correspond to the plan: {p:?}\n{trace:#?}"));
     }
-    (finish, steps)
-}
-
-fn guides() -> Vec<(&'static str, &'static str)> {
-    Automation::new().language_spec().guides.iter().map(|g| (g.id, g.body)).collect()
-}
-
-fn json_blocks(text: &str) -> Vec<String> {
-    let mut blocks = Vec::new();
-    let mut current: Option<String> = None;
-    for line in text.lines() {
-        match (&mut current, line.trim()) {
-            (None, "```json") => current = Some(String::new()),
-            (Some(_), "```") => blocks.extend(current.take()),
-            (Some(buf), _) => {
-                buf.push_str(line);
-                buf.push('\n');
-            }
-            _ => {}
-        }
-    }
-    blocks
+    (ran.finish, ran.steps)
 }
 
 #[test]
 fn every_guide_example_validates_and_runs() {
     let mut runs = 0;
-    for (id, text) in guides() {
-        for block in json_blocks(text) {
+    for (id, text) in harness::guides(Automation::new().language_spec()) {
+        for block in fenced_blocks(text, "json") {
             let doc: Json = serde_json::from_str(&block)
                 .unwrap_or_else(|e| panic!("{id}: bad JSON block ({e}):\n{block}"));
             let engine = Automation::new();
@@ -141,10 +89,8 @@ fn the_core_guide_is_small_and_the_closed_sets_guide_names_every_member() {
     let spec = Automation::new().language_spec();
     let core = spec.guides.iter().find(|g| g.id == "core").unwrap();
     assert!(core.body.len() <= 8192, "core guide is {} bytes", core.body.len());
-    let sets = spec.guides.iter().find(|g| g.id == "closed-sets").unwrap().body;
-    for code in &spec.sets.codes {
-        assert!(sets.contains(&format!("| `{code}` |")), "closed-sets guide lacks code {code}");
-    }
+    let sets = harness::guide(spec, "closed-sets");
+    harness::assert_closed_sets_listed(spec, sets);
     for s in &spec.sets.statuses {
         assert!(
             sets.contains(&format!("| `{}` | {} |", s.name, s.ok)),
@@ -152,34 +98,6 @@ fn the_core_guide_is_small_and_the_closed_sets_guide_names_every_member() {
             s.name
         );
     }
-    for k in &spec.sets.kinds {
-        assert!(
-            sets.contains(&format!("| `{}` | {}", k.name, if k.callable { "yes" } else { "no" })),
-            "kind {}",
-            k.name
-        );
-    }
-    for r in &spec.sets.risks {
-        let hints = serde_json::to_string(&r.hints).unwrap().replace(',', ", ").replace(':', ": ");
-        assert!(sets.contains(&format!("| `{}` | `{hints}` |", r.name)), "risk {} {hints}", r.name);
-    }
-}
-
-fn codes(v: &ValidateResponse) -> Vec<(String, String)> {
-    v.diagnostics
-        .iter()
-        .map(|d| {
-            let path = match &d.path {
-                Locator::Pointer(p) => p.clone(),
-                other => format!("{other:?}"),
-            };
-            (d.code.clone(), path)
-        })
-        .collect()
-}
-
-fn has(v: &ValidateResponse, code: &str, path: &str) -> bool {
-    codes(v).iter().any(|(c, p)| c == code && p == path)
 }
 
 #[test]

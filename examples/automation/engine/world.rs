@@ -424,15 +424,3 @@ impl World {
         }
     }
 }
-
-/// A 128-bit FNV-style digest, for fingerprints.
-pub fn fingerprint(bytes: &[u8]) -> String {
-    let lane = |mut h: u64| {
-        for b in bytes {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        h
-    };
-    format!("{:016x}{:016x}", lane(0xcbf2_9ce4_8422_2325), lane(0x6c62_272e_07bb_0142))
-}

@@ -359,6 +359,12 @@ fn parse(stmt: &Statement, v: &mut Validation<SqlCode, SqlRisk>) -> Option<Ast> 
             v.error(SqlCode::SyntaxError, stmt.range, "the statement could not be parsed");
             None
         }
+        Ok(Err(ParserError::RecursionLimitExceeded)) => {
+            // Valid SQL the parser will not nest into: a validation resource bound (Part II
+            // §10.1), not a finding about the program.
+            v.bound_exceeded("the statement nests deeper than the validator's parser bound (50 levels)");
+            None
+        }
         Ok(Err(e)) => {
             let raw = match e {
                 ParserError::ParserError(s) | ParserError::TokenizerError(s) => s,

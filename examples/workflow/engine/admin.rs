@@ -3,9 +3,15 @@
 
 use pilotage::prelude::*;
 
+#[path = "../../common/admin_args.rs"]
+mod admin_args;
+
+use admin_args::{required, risk_arg, str_arg};
+
 use super::catalog::{Behaviour, EntryDef};
 use super::check::risk_named;
-use super::world::{fingerprint, World};
+use super::digest::fingerprint;
+use super::world::World;
 use super::WfKind;
 
 /// `world_fingerprint`: a digest of users, tickets, outbox and catalog, with two counters.
@@ -18,18 +24,6 @@ pub fn fingerprint_of(world: &World) -> Json {
     })
 }
 
-fn str_arg<'a>(args: &'a Json, key: &str) -> Result<Option<&'a str>, String> {
-    match args.get(key) {
-        None => Ok(None),
-        Some(Json::String(s)) => Ok(Some(s)),
-        Some(_) => Err(format!("`{key}` must be a string")),
-    }
-}
-
-fn required<'a>(args: &'a Json, key: &str) -> Result<&'a str, String> {
-    str_arg(args, key)?.ok_or_else(|| format!("`{key}` is required"))
-}
-
 /// `catalog_add_entry`: a new capability whose output is its input.
 pub fn add_entry(world: &mut World, args: &Json) -> Result<Json, String> {
     let id = required(args, "id")?;
@@ -39,13 +33,7 @@ pub fn add_entry(world: &mut World, args: &Json) -> Result<Json, String> {
     if world.catalog.contains(id) {
         return Err(format!("an entry '{id}' already exists"));
     }
-    let risk = match str_arg(args, "risk")? {
-        None => super::WfRisk::Safe,
-        Some(r @ ("safe" | "write" | "destructive" | "external")) => risk_named(r),
-        Some(other) => {
-            return Err(format!("unknown risk '{other}': use safe, write, destructive or external"))
-        }
-    };
+    let risk = risk_arg(args)?.map_or(super::WfRisk::Safe, risk_named);
     let def = EntryDef {
         id: id.to_owned(),
         kind: WfKind::Capability,

@@ -12,7 +12,7 @@ use pilotage::prelude::*;
 
 use super::program::{
     self, article, close_hint, is_step_id, ptr, type_name, Arm, Body, Finding, InputType, Program, Ref, Root,
-    Severity, Step, Text,
+    Step, Text,
 };
 use super::{WfCode, WfKind, WfRisk};
 
@@ -42,13 +42,7 @@ pub fn validate(doc: &Json, v: &mut Validation<WfCode, WfRisk>) {
         v.step_id(id, at.as_str());
     }
     for f in analysis.findings {
-        let d = match f.severity {
-            Severity::Error => v.error(f.code, f.path, f.message),
-            Severity::Warning => v.warning(f.code, f.path, f.message),
-        };
-        if let Some(h) = f.hint {
-            d.hint(h);
-        }
+        f.report(v);
     }
     for item in analysis.plan {
         let step = v.step(item.id, item.risk);
@@ -645,6 +639,7 @@ impl Checker<'_> {
                 }
                 self.shapes.get(id).cloned().flatten()
             }
+            Root::Own(none) => match *none {},
         };
         self.walk(root_shape, &r, text, at)
     }

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use pilotage::prelude::*;
 use serde_json::Map;
 
-use super::program::{self, article, ptr, type_name, Arm, Body, Program, Ref, Root, Step, Text};
+use super::program::{self, article, ptr, short, type_name, Arm, Body, Program, Root, Step};
 use super::world::World;
 use super::WfStatus;
 
@@ -31,7 +31,7 @@ pub const MAX_ITERATIONS: usize = 100_000;
 /// Execute `doc` (already validated) against `world`.
 pub fn execute(world: &Mutex<World>, doc: &Json, run: &mut Run<WfStatus>) -> Finish<WfStatus> {
     let (program, findings) = program::parse(doc);
-    if findings.iter().any(|f| f.severity == program::Severity::Error) {
+    if program::has_errors(&findings) {
         return Finish::error("the program does not parse (it should have failed validation)");
     }
     let Some(inputs) = bind_inputs(&program, run) else {
@@ -290,40 +290,21 @@ impl Exec<'_> {
 
     /// Evaluate a template: references replaced by their values, `$$` unescaped.
     fn resolve(&self, v: &Json) -> Result<Json, String> {
-        Ok(match v {
-            Json::String(s) => self.resolve_text(s)?,
-            Json::Array(a) => Json::Array(a.iter().map(|x| self.resolve(x)).collect::<Result<_, _>>()?),
-            Json::Object(o) => Json::Object(
-                o.iter().map(|(k, x)| Ok((k.clone(), self.resolve(x)?))).collect::<Result<_, String>>()?,
-            ),
-            other => other.clone(),
-        })
+        program::resolve(v, &|root: &Root| self.value_of(root))
     }
 
     fn resolve_text(&self, s: &str) -> Result<Json, String> {
-        match program::classify(s) {
-            Text::Literal(l) => Ok(Json::String(l.to_owned())),
-            Text::Ref(Err(e)) => Err(e),
-            Text::Ref(Ok(r)) => self.lookup(&r, s),
-        }
+        program::resolve_text(s, &|root: &Root| self.value_of(root))
     }
 
-    fn lookup(&self, r: &Ref, text: &str) -> Result<Json, String> {
-        let root = match &r.root {
+    /// The value a reference root holds at this point.
+    fn value_of(&self, root: &Root) -> Option<&Json> {
+        match root {
             Root::Input(name) => self.inputs.get(name),
             Root::Step(id) => self.outputs.get(id),
             Root::Var(name) => self.vars.iter().rev().find(|(n, _)| n == name).map(|(_, v)| v),
-        };
-        let mut cur = root.ok_or_else(|| format!("{text} has no value at this point"))?;
-        for seg in &r.path {
-            let next = match cur {
-                Json::Object(o) => o.get(seg),
-                Json::Array(a) => seg.parse::<usize>().ok().and_then(|i| a.get(i)),
-                _ => None,
-            };
-            cur = next.ok_or_else(|| format!("{text}: {} has no member '{seg}'", short(cur)))?;
+            Root::Own(none) => match *none {},
         }
-        Ok(cur.clone())
     }
 }
 
@@ -340,14 +321,4 @@ fn choose<'a>(arms: &'a [Arm], on: &str, value: &Json) -> Option<(&'a Arm, Strin
         }
     }
     None
-}
-
-/// A value's JSON text, cut to 80 characters.
-fn short(v: &Json) -> String {
-    let text = v.to_string();
-    if text.chars().count() <= 80 {
-        text
-    } else {
-        format!("{}…", text.chars().take(80).collect::<String>())
-    }
 }

@@ -21,9 +21,15 @@ use pilotage::prelude::*;
 mod admin;
 mod catalog;
 mod check;
+#[path = "../../common/digest.rs"]
+mod digest;
 mod interpret;
 mod program;
+#[path = "../../common/snapshot_cache.rs"]
+mod snapshot_cache;
 mod world;
+
+use snapshot_cache::SnapshotCache;
 
 /// The closed diagnostic-code set (the reserved `constraint`, `input_binding` and
 /// `context_binding` are added by the derive).
@@ -60,6 +66,10 @@ pub enum WfRisk {
     Destructive,
     #[risk(open_world)]
     External,
+    /// The maximum of a plan that both destroys and reaches outside (`max_risk` only).
+    #[allow(dead_code)]
+    #[risk(destructive, open_world)]
+    DestructiveExternal,
 }
 
 /// Engine-defined failure statuses (step level; see the closed-sets guide).
@@ -86,7 +96,7 @@ pub enum WfKind {
 /// The engine: one session's world, its cached catalog snapshot and the test-only fault switch.
 pub struct Workflow {
     world: Mutex<world::World>,
-    snapshot: Mutex<Option<Arc<CatalogSnapshot>>>,
+    snapshot: SnapshotCache,
     validator_panic: AtomicBool,
 }
 
@@ -101,7 +111,7 @@ impl Workflow {
     pub fn new() -> Self {
         Workflow {
             world: Mutex::new(world::World::seeded()),
-            snapshot: Mutex::new(None),
+            snapshot: SnapshotCache::default(),
             validator_panic: AtomicBool::new(false),
         }
     }
@@ -110,17 +120,12 @@ impl Workflow {
         self.world.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Apply a catalog change, then drop the cached snapshot (the world lock is released
-    /// before the cache lock is taken: `catalog_snapshot` takes them in the other order).
+    /// Apply a catalog change, then drop the cached snapshot.
     fn change_catalog(
         &self,
         f: impl FnOnce(&mut world::World) -> Result<Json, String>,
     ) -> Result<Json, String> {
-        let result = f(&mut self.world());
-        if result.is_ok() {
-            *self.snapshot.lock().unwrap_or_else(|p| p.into_inner()) = None;
-        }
-        result
+        self.snapshot.change(&self.world, f)
     }
 }
 
@@ -165,13 +170,7 @@ impl Workflow {
     /// Every session caller sees the same entries (all but the hidden admin entry), so one
     /// cached snapshot serves them; it is rebuilt after a catalog change.
     fn catalog_snapshot(&self, _caller: &Caller) -> Arc<CatalogSnapshot> {
-        let mut cache = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(s) = cache.as_ref() {
-            return s.clone();
-        }
-        let snapshot = Arc::new(self.world().catalog.snapshot());
-        *cache = Some(snapshot.clone());
-        snapshot
+        self.snapshot.get_or_build(|| self.world().catalog.snapshot())
     }
 
     #[plain_tool(

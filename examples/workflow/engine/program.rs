@@ -8,40 +8,18 @@ use serde_json::{Map, Value as Json};
 
 use super::WfCode;
 
-/// Severity of a finding.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Severity {
-    Error,
-    Warning,
-}
+#[path = "../../common/findings.rs"]
+mod findings;
+#[path = "../../common/references.rs"]
+mod references;
+
+pub use findings::{has_errors, type_name};
+pub use references::{
+    classify, close_hint, is_name, is_step_id, ptr, references, resolve, resolve_text, short,
+};
 
 /// One finding, before it is handed to the runtime.
-#[derive(Clone, Debug)]
-pub struct Finding {
-    pub severity: Severity,
-    pub code: WfCode,
-    pub path: String,
-    pub message: String,
-    pub hint: Option<String>,
-}
-
-impl Finding {
-    pub fn error(code: WfCode, path: impl Into<String>, message: impl Into<String>) -> Self {
-        Finding { severity: Severity::Error, code, path: path.into(), message: message.into(), hint: None }
-    }
-    pub fn warning(code: WfCode, path: impl Into<String>, message: impl Into<String>) -> Self {
-        Finding { severity: Severity::Warning, ..Finding::error(code, path, message) }
-    }
-    pub fn hint(mut self, hint: impl Into<String>) -> Self {
-        self.hint = Some(hint.into());
-        self
-    }
-    /// Add a hint when there is one.
-    pub fn maybe_hint(mut self, hint: Option<String>) -> Self {
-        self.hint = hint;
-        self
-    }
-}
+pub type Finding = findings::Finding<WfCode>;
 
 /// The declared type of a program input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -165,25 +143,6 @@ fn members_of(kind: &str) -> &'static [&'static str] {
     }
 }
 
-/// `base` + `/` + the RFC 6901 escape of `token`.
-pub fn ptr(base: &str, token: impl std::fmt::Display) -> String {
-    let token = token.to_string().replace('~', "~0").replace('/', "~1");
-    format!("{base}/{token}")
-}
-
-/// The JSON type name of a value (`integer` for integral numbers).
-pub fn type_name(v: &Json) -> &'static str {
-    match v {
-        Json::Null => "null",
-        Json::Bool(_) => "boolean",
-        Json::Number(n) if n.is_i64() || n.is_u64() => "integer",
-        Json::Number(_) => "number",
-        Json::String(_) => "string",
-        Json::Array(_) => "array",
-        Json::Object(_) => "object",
-    }
-}
-
 /// `a string`, `an integer`, `null`: a type name with its article.
 pub fn article(ty: &str) -> String {
     match ty {
@@ -193,124 +152,25 @@ pub fn article(ty: &str) -> String {
     }
 }
 
-/// Up to three of `candidates` within edit distance 3 of `name`, closest first.
-pub fn close<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
-    let mut scored: Vec<(usize, &str)> = candidates
-        .into_iter()
-        .map(|c| (pilotage::catalog::edit_distance(name, c), c))
-        .filter(|(d, _)| *d <= 3)
-        .collect();
-    scored.sort();
-    scored.into_iter().take(3).map(|(_, c)| c).collect()
-}
-
-/// `Some("close match: a, b")` when there are close matches.
-pub fn close_hint<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
-    let m = close(name, candidates);
-    (!m.is_empty()).then(|| format!("close match: {}", m.join(", ")))
-}
-
-/// Whether `s` is a plain name: letters, digits and `_`, not starting with a digit.
-pub fn is_name(s: &str) -> bool {
-    let mut chars = s.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-/// Whether `s` is a usable step id: letters, digits, `_` and `-`.
-pub fn is_step_id(s: &str) -> bool {
-    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-}
-
 // ---------------------------------------------------------------------------------------------
-// References
+// References: the shared grammar (`examples/common/references.rs`), without roots of its own
+
+/// `workflow/v1` adds no roots to the shared reference grammar.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoRoot {}
+
+impl references::OwnRoots for NoRoot {
+    const NAMES: &'static [(&'static str, Self)] = &[];
+    const FORMS: &'static str =
+        "references are $.input.<name>, $.steps.<id>.output[.<member>...] or $.vars.<name>[.<member>...]";
+}
 
 /// What a reference starts from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Root {
-    /// `$.input.<name>`
-    Input(String),
-    /// `$.steps.<id>.output`
-    Step(String),
-    /// `$.vars.<name>`
-    Var(String),
-}
-
-/// A parsed reference: a root and member path (object keys or array indexes).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Ref {
-    pub root: Root,
-    pub path: Vec<String>,
-}
-
+pub type Root = references::Root<NoRoot>;
+/// A parsed reference.
+pub type Ref = references::Ref<NoRoot>;
 /// A string value in a template: a reference, or a literal string.
-pub enum Text<'a> {
-    Ref(Result<Ref, String>),
-    Literal(&'a str),
-}
-
-const REF_FORMS: &str =
-    "references are $.input.<name>, $.steps.<id>.output[.<member>...] or $.vars.<name>[.<member>...]";
-
-/// Classify a string value: `$$...` is the literal `$...`, any other `$...` is a reference.
-pub fn classify(s: &str) -> Text<'_> {
-    if let Some(rest) = s.strip_prefix('$') {
-        if rest.starts_with('$') {
-            return Text::Literal(rest);
-        }
-        return Text::Ref(parse_ref(s));
-    }
-    Text::Literal(s)
-}
-
-fn parse_ref(s: &str) -> Result<Ref, String> {
-    let Some(rest) = s.strip_prefix("$.") else {
-        return Err(format!("'{s}' is not a reference: {REF_FORMS} (write $$ for a literal leading $)"));
-    };
-    let segs: Vec<&str> = rest.split('.').collect();
-    if segs.iter().any(|x| x.is_empty()) {
-        return Err(format!("'{s}' has an empty member name: {REF_FORMS}"));
-    }
-    let owned = |from: usize| segs[from..].iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
-    match segs[0] {
-        "input" if segs.len() >= 2 => Ok(Ref { root: Root::Input(segs[1].to_owned()), path: owned(2) }),
-        "vars" if segs.len() >= 2 => Ok(Ref { root: Root::Var(segs[1].to_owned()), path: owned(2) }),
-        "steps" if segs.len() >= 3 && segs[2] == "output" => {
-            Ok(Ref { root: Root::Step(segs[1].to_owned()), path: owned(3) })
-        }
-        "steps" if segs.len() >= 2 => {
-            Err(format!("'{s}' does not address an output: write $.steps.{}.output[.<member>...]", segs[1]))
-        }
-        root @ ("input" | "vars" | "steps") => Err(format!("'{s}' names no {root} member: {REF_FORMS}")),
-        other => {
-            let hint = close(other, ["input", "steps", "vars"]);
-            let hint = hint.first().map(|h| format!(" (did you mean $.{h}?)")).unwrap_or_default();
-            Err(format!("'{s}' starts from an unknown root '{other}'{hint}: {REF_FORMS}"))
-        }
-    }
-}
-
-/// Every string in `v` that is a reference, with its pointer (`at` is the pointer of `v`).
-pub fn references<'a>(v: &'a Json, at: &str, out: &mut Vec<(String, &'a str)>) {
-    match v {
-        Json::String(s) => {
-            if let Text::Ref(_) = classify(s) {
-                out.push((at.to_owned(), s.as_str()));
-            }
-        }
-        Json::Array(a) => {
-            for (i, x) in a.iter().enumerate() {
-                references(x, &ptr(at, i), out);
-            }
-        }
-        Json::Object(o) => {
-            for (k, x) in o {
-                references(x, &ptr(at, k), out);
-            }
-        }
-        _ => {}
-    }
-}
+pub type Text<'a> = references::Text<'a, NoRoot>;
 
 // ---------------------------------------------------------------------------------------------
 // Structural parse

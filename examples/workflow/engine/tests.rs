@@ -1,94 +1,23 @@
 //! Engine-level tests: every guide example validates (and the runnable ones succeed), the
 //! closed codes fire where documented, the plan and the trace follow Part II §5.6-§5.8.
 
-use std::sync::Arc;
-
-use pilotage::execute::{ExecuteRequest, FinishCore, Recorder};
 use pilotage::language::{Engine, ExecutionMode};
-use pilotage::trace::TraceStep;
-use pilotage::validate::{derive, Derivation, Diagnostic, Severity, ValidateRequest, ValidateResponse};
+use pilotage::validate::{Severity, ValidateResponse};
+
+#[allow(dead_code)] // each engine's tests use their part of it
+#[path = "../../common/engine_harness.rs"]
+mod harness;
+
+use harness::{caller, codes, fenced_blocks, has, Ran};
 
 use super::*;
 
-fn caller() -> Caller {
-    Caller::new("test-caller")
-}
-
 fn validate(engine: &Workflow, program: &Json) -> ValidateResponse {
-    let snapshot = engine.catalog_snapshot(&caller());
-    let request = ValidateRequest {
-        program: Arc::new(program.clone()),
-        context: None,
-        catalog: Some(snapshot.clone()),
-        caller: caller(),
-    };
-    let core = Engine::validate_program(engine, &request);
-    derive(
-        core,
-        Vec::new(),
-        &Derivation {
-            codes: &engine.language_spec().sets.codes,
-            plan: true,
-            catalog_version: Some(snapshot.version().to_owned()),
-        },
-    )
-}
-
-struct Ran {
-    finish: FinishCore,
-    steps: Vec<TraceStep>,
-    refused: Vec<Diagnostic>,
-}
-
-impl Ran {
-    fn status(&self) -> &str {
-        self.finish.outcome.status()
-    }
-    fn ids(&self) -> Vec<&str> {
-        self.steps.iter().map(|s| s.id.as_str()).collect()
-    }
-    fn step(&self, id: &str) -> &TraceStep {
-        self.steps
-            .iter()
-            .find(|s| s.id == id)
-            .unwrap_or_else(|| panic!("no trace entry {id}: {:?}", self.ids()))
-    }
+    harness::validate(engine, program, None)
 }
 
 fn execute(engine: &Workflow, program: &Json, input: Option<Json>) -> Ran {
-    let verdict = validate(engine, program);
-    assert!(verdict.valid, "program must be valid to run: {:#?}", verdict.diagnostics);
-    let request = ExecuteRequest {
-        run_id: "run_test".to_owned(),
-        program: Arc::new(program.clone()),
-        input: input.map(Arc::new),
-        context: None,
-        catalog: Some(engine.catalog_snapshot(&caller())),
-        caller: caller(),
-        mode: ExecutionMode::Immediate,
-        test_run: false,
-        promoted: Default::default(),
-    };
-    let recorder = Recorder::new(10_000);
-    let finish = futures::executor::block_on(Engine::execute_program(engine, &request, recorder.clone()));
-    Ran { finish, steps: recorder.steps(), refused: recorder.input_findings() }
-}
-
-fn codes(v: &ValidateResponse) -> Vec<(&str, Severity, String)> {
-    v.diagnostics
-        .iter()
-        .map(|d| {
-            let path = match &d.path {
-                pilotage::validate::Locator::Pointer(p) => p.clone(),
-                other => format!("{other:?}"),
-            };
-            (d.code.as_str(), d.severity, path)
-        })
-        .collect()
-}
-
-fn has(v: &ValidateResponse, code: &str, path: &str) -> bool {
-    codes(v).iter().any(|(c, _, p)| *c == code && p == path)
+    harness::execute(engine, program, input, None, ExecutionMode::Immediate, false)
 }
 
 fn call(id: &str, cap: &str, with: Json) -> Json {
@@ -98,37 +27,19 @@ fn call(id: &str, cap: &str, with: Json) -> Json {
 // ---------------------------------------------------------------------------------------------
 // Guides
 
-/// Every guide the Language serves (embedded by the macro), as `(id, body)`.
 fn guides() -> Vec<(&'static str, &'static str)> {
-    Workflow::new().language_spec().guides.iter().map(|g| (g.id, g.body)).collect()
+    harness::guides(Workflow::new().language_spec())
 }
 
 fn guide(id: &str) -> &'static str {
-    guides().into_iter().find(|(g, _)| *g == id).map(|(_, b)| b).expect("guide exists")
-}
-
-fn json_blocks(text: &str) -> Vec<String> {
-    let mut blocks = Vec::new();
-    let mut current: Option<String> = None;
-    for line in text.lines() {
-        match (&mut current, line.trim()) {
-            (None, "```json") => current = Some(String::new()),
-            (Some(_), "```") => blocks.extend(current.take()),
-            (Some(buf), _) => {
-                buf.push_str(line);
-                buf.push('\n');
-            }
-            _ => {}
-        }
-    }
-    blocks
+    harness::guide(Workflow::new().language_spec(), id)
 }
 
 #[test]
 fn every_guide_example_validates_and_runs() {
     let mut programs = 0;
     for (file, text) in guides() {
-        for block in json_blocks(text) {
+        for block in fenced_blocks(text, "json") {
             let doc: Json = serde_json::from_str(&block)
                 .unwrap_or_else(|e| panic!("{file}: bad JSON block ({e}):\n{block}"));
             let engine = Workflow::new();
@@ -151,26 +62,7 @@ fn every_guide_example_validates_and_runs() {
 
 #[test]
 fn closed_sets_guide_enumerates_every_member() {
-    let text = guide("closed-sets");
-    let spec = Workflow::new().language_spec();
-    for code in &spec.sets.codes {
-        assert!(text.contains(&format!("| `{code}` |")), "closed-sets guide lacks code {code}");
-    }
-    for s in &spec.sets.statuses {
-        assert!(text.contains(&format!("| `{}` |", s.name)), "closed-sets guide lacks status {}", s.name);
-    }
-    for r in &spec.sets.risks {
-        let h = r.hints;
-        let row = format!(
-            "| `{}` | `{{\"readOnly\": {}, \"destructive\": {}, \"openWorld\": {}}}` |",
-            r.name, h.read_only, h.destructive, h.open_world
-        );
-        assert!(text.contains(&row), "closed-sets guide lacks risk row {row}");
-    }
-    for k in &spec.sets.kinds {
-        let row = format!("| `{}` | {} |", k.name, if k.callable { "yes" } else { "no" });
-        assert!(text.contains(&row), "closed-sets guide lacks kind row {row}");
-    }
+    harness::assert_closed_sets_listed(Workflow::new().language_spec(), guide("closed-sets"));
     let core = guide("core");
     assert!(core.len() < 8192, "core guide is {} bytes", core.len());
 }
@@ -368,7 +260,7 @@ fn plan_annotations() {
 // Execution
 
 fn core_example() -> (Json, Json) {
-    let block = json_blocks(guide("core")).remove(0);
+    let block = fenced_blocks(guide("core"), "json").remove(0);
     let doc: Json = serde_json::from_str(&block).unwrap();
     (doc["workflow"].clone(), doc["input"].clone())
 }
@@ -476,10 +368,7 @@ fn input_binding_refuses_before_any_step() {
         .iter()
         .map(|d| {
             assert_eq!(d.code, "input_binding");
-            match &d.path {
-                pilotage::validate::Locator::Pointer(p) => p.clone(),
-                other => format!("{other:?}"),
-            }
+            harness::pointer(d)
         })
         .collect();
     assert_eq!(paths, ["/userId", "/n", "/extra"]);

@@ -66,6 +66,9 @@ pub fn risk_levels(input: DeriveInput) -> TokenStream {
             hints.push((read_only.is_some(), destructive.is_some(), flag("open_world").is_some()));
         }
     }
+    if let (Some(variants), true) = (&variants, errors.is_empty()) {
+        uncovered_maxima(&input.ident, variants.iter().map(|v| &v.ident).collect(), &hints, &mut errors);
+    }
     let Some(variants) = variants.filter(|_| errors.is_empty()) else {
         return with_fallback(
             &errors,
@@ -98,6 +101,41 @@ pub fn risk_levels(input: DeriveInput) -> TokenStream {
             fn wire(self) -> &'static str { #wire }
             fn hints(self) -> ::pilotage::__private::RiskHints { #hints_match }
             fn rank(self) -> usize { #rank }
+        }
+    }
+}
+
+/// `max_risk` names one level, so every maximum a plan can reach must be covered by a level
+/// (as read-only as, and at least as destructive and open-world as, the aggregate). Checking
+/// pairs suffices: coverage then extends to any number of steps.
+fn uncovered_maxima(
+    ty: &syn::Ident,
+    names: Vec<&syn::Ident>,
+    hints: &[(bool, bool, bool)],
+    errors: &mut Errors,
+) {
+    let covers =
+        |k: (bool, bool, bool), a: (bool, bool, bool)| (!k.0 || a.0) && (k.1 || !a.1) && (k.2 || !a.2);
+    let mut reported = Vec::new();
+    for i in 0..hints.len() {
+        for j in i + 1..hints.len() {
+            let (a, b) = (hints[i], hints[j]);
+            let max = (a.0 && b.0, a.1 || b.1, a.2 || b.2);
+            if hints.iter().any(|k| covers(*k, max)) || reported.contains(&max) {
+                continue;
+            }
+            reported.push(max);
+            let flags: Vec<&str> = [(max.1, "destructive"), (max.2, "open_world")]
+                .into_iter()
+                .filter_map(|(on, f)| on.then_some(f))
+                .collect();
+            errors.spanned(
+                ty,
+                format!(
+                    "risk levels `{}` and `{}` can meet in one plan, and no level covers their maximum ({}), so `max_risk` could not name it honestly: add a level such as `#[risk({})] {}{}`",
+                    names[i], names[j], flags.join(", "), flags.join(", "), names[i], names[j]
+                ),
+            );
         }
     }
 }

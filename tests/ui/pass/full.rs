@@ -25,6 +25,8 @@ enum WfRisk {
     Write,
     #[risk(destructive)]
     Destructive,
+    #[risk(destructive, open_world)]
+    DestructiveOpen,
 }
 
 #[derive(Clone, Copy, pilotage::Statuses)]
@@ -181,7 +183,7 @@ async fn main() {
         ["unknown_capability", "bad_ref", "malformed_step", "constraint", "input_binding", "context_binding"]
     );
     let risks: Vec<(&str, usize)> = spec.sets.risks.iter().map(|r| (r.name, r.hints.open_world as usize)).collect();
-    assert_eq!(risks, [("safe", 0), ("write", 1), ("destructive", 0)]);
+    assert_eq!(risks, [("safe", 0), ("write", 1), ("destructive", 0), ("destructive_open", 1)]);
     assert_eq!(spec.sets.status("timeout").map(|s| (s.ok, s.side_effects)), Some((false, true)));
     assert_eq!(spec.sets.status("denied_by_policy").map(|s| s.side_effects), Some(false));
     assert_eq!(spec.sets.kinds.iter().filter(|k| k.callable).count(), 2);
