@@ -4,9 +4,6 @@
 //! processes). Each run must have zero FAIL; over the union of engines, every server-target
 //! vector must PASS somewhere, except an explicit, shrinking allow-list.
 //!
-//! calc/v1 runs over stdio only: `examples/calc/main.rs` keeps its engine type private and
-//! serves only stdio, so no in-process server can be built from it.
-//!
 //! `cargo test --test conformance -- --nocapture` prints the per-vector tables.
 
 mod support;
@@ -30,6 +27,10 @@ mod sql;
 #[allow(dead_code)]
 #[path = "../examples/automation/engine/mod.rs"]
 mod automation;
+
+#[allow(dead_code)]
+#[path = "../examples/calc/main.rs"]
+mod calc;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -192,6 +193,13 @@ async fn combined_over_stdio() {
         let report = runner::run(&stdio("combined"), &binding(language), "stdio (combined)", None).await;
         assert_no_fail(&report);
     }
+}
+
+#[tokio::test]
+async fn calc_over_http() {
+    let server = pilotage::Server::builder().name("conformance", "0").language(|| calc::Calc).build().unwrap();
+    let report = runner::run(&http(&server, HttpStyle::Full).await, &binding("calc/v1"), "http (SSE)", None).await;
+    assert_no_fail(&report);
 }
 
 #[tokio::test]

@@ -12,7 +12,7 @@ enum CalcRisk {
     Safe,
 }
 
-struct Calc;
+pub struct Calc;
 
 #[pilotage::language(
     name = "calc/v1", title = "Arithmetic programs", program = "calc", locator = "json-pointer",
