@@ -20,7 +20,6 @@ pub struct Calc;
     retention = "none", guides = "examples/calc/guides", codes = CalcCode, risk = CalcRisk,
 )]
 impl Calc {
-    /// Checks `{"op": "add", "args": [1, 2]}`.
     #[loop_tool(validate, name = "validate_calc")]
     fn validate(&self, program: &Json, v: &mut Validation<CalcCode, CalcRisk>) {
         if program["op"] != "add" {
