@@ -27,30 +27,27 @@ mod workflow;
 #[path = "../sql/engine/mod.rs"]
 mod sql;
 
-use std::net::SocketAddr;
+#[path = "../common/cli.rs"]
+mod cli;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use clap::Parser;
 use pilotage::capabilities::{Capability, CapabilityDeclaration, SubFeature};
-use pilotage::transport::http::HttpOptions;
 use pilotage::Server;
 
 /// Serve workflow/v1 and sql/sqlite-3 on one Pilotage server.
 #[derive(Parser, Debug)]
 #[command(name = "combined", version, about)]
 struct Cli {
-    /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio.
-    #[arg(long, value_name = "ADDR")]
-    http: Option<SocketAddr>,
+    #[command(flatten)]
+    transport: cli::Transport,
     /// The SQLite database file each session copies (created with the demo schema and rows
     /// when it does not exist; default as for the `sql` example).
     #[arg(long, value_name = "PATH")]
     db: Option<PathBuf>,
-    /// Accepted Host header values for HTTP (default: loopback names only).
-    #[arg(long = "allowed-host", value_name = "HOST")]
-    allowed_hosts: Vec<String>,
 }
 
 /// The server-level capability defaults.
@@ -67,24 +64,11 @@ pub fn defaults() -> CapabilityDeclaration {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(false).init();
-    match serve(Cli::parse()).await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    cli::run(serve(Cli::parse())).await
 }
 
 async fn serve(cli: Cli) -> anyhow::Result<()> {
-    let path = cli.db.clone().unwrap_or_else(sql::default_database);
-    if sql::seed_file(&path).map_err(anyhow::Error::msg)? {
-        tracing::info!(path = %path.display(), "created the demo database");
-    }
-    if let Err(e) = sql::Sql::copy_of(&path) {
-        bail!("{e}");
-    }
+    let path = sql::source_database(cli.db).map_err(anyhow::Error::msg)?;
     let server = Server::builder()
         .name("pilotage-combined", env!("CARGO_PKG_VERSION"))
         .default_capabilities(defaults())
@@ -92,19 +76,5 @@ async fn serve(cli: Cli) -> anyhow::Result<()> {
         .language(sql::Sql::factory(Some(path.clone())))
         .build()
         .context("building the Pilotage server")?;
-    match cli.http {
-        None => {
-            tracing::info!(db = %path.display(), "serving workflow/v1 and sql/sqlite-3 over stdio");
-            server.serve_stdio().await.context("serving stdio")?;
-        }
-        Some(addr) => {
-            let options = HttpOptions {
-                stateless: false,
-                allowed_hosts: (!cli.allowed_hosts.is_empty()).then_some(cli.allowed_hosts),
-            };
-            tracing::info!(%addr, db = %path.display(), "serving workflow/v1 and sql/sqlite-3 over Streamable HTTP at /mcp");
-            server.serve_http(addr, options).await.with_context(|| format!("serving HTTP on {addr}"))?;
-        }
-    }
-    Ok(())
+    cli::serve(server, cli.transport, false, "workflow/v1 and sql/sqlite-3", Some(&path)).await
 }

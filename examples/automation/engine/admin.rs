@@ -16,9 +16,9 @@ mod admin_args;
 use admin_args::{required, str_arg};
 
 use super::check::risk_named;
+use super::digest::fingerprint;
 use super::interpret;
 use super::program::is_step_id;
-use super::digest::fingerprint;
 use super::world::{Behaviour, EntryDef, World};
 use super::{AutoKind, AutoStatus};
 
@@ -167,7 +167,9 @@ pub fn emit(
         let bodies: BTreeMap<String, pilotage::promotion::SubProgram> = rule
             .routines
             .iter()
-            .map(|(k, (b, _))| (k.clone(), pilotage::promotion::SubProgram { body: b.clone(), drifted: Vec::new() }))
+            .map(|(k, (b, _))| {
+                (k.clone(), pilotage::promotion::SubProgram { body: b.clone(), drifted: Vec::new() })
+            })
             .collect();
         let request = ExecuteRequest {
             run_id: format!("{}_{}", rule.rule_id, event),

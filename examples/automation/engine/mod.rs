@@ -9,7 +9,9 @@
 //! - `interpret.rs`: execution, installation, test runs and rule firing, recording every step;
 //! - `world.rs`: devices, outbox, counter, rules, the catalog and the actions over them;
 //! - `admin.rs`: the plain tools harnesses use to observe and change the world;
-//! - `narrate.rs`: the prose the trace fetch door adds beside the facts.
+//! - `narrate.rs`: the prose the trace fetch door adds beside the facts;
+//! - `../../common/`: what the example engines share (the reference grammar, findings,
+//!   declared inputs, the snapshot cache, the fingerprint digest, the test harness).
 //!
 //! Integration tests include this module with
 //! `#[path = "../examples/automation/engine/mod.rs"] mod automation;`.
@@ -124,14 +126,6 @@ impl Automation {
     fn world(&self) -> MutexGuard<'_, world::World> {
         self.world.lock().unwrap_or_else(|p| p.into_inner())
     }
-
-    /// Apply a catalog change, then drop the cached snapshot.
-    fn change_catalog(
-        &self,
-        f: impl FnOnce(&mut world::World) -> Result<Json, String>,
-    ) -> Result<Json, String> {
-        self.snapshot.change(&self.world, f)
-    }
 }
 
 #[pilotage::language(
@@ -242,7 +236,7 @@ impl Automation {
         }"#
     )]
     fn add_entry(&self, args: &Json) -> Result<Json, String> {
-        self.change_catalog(|w| admin::add_entry(w, args))
+        self.snapshot.change(&self.world, |w| admin::add_entry(w, args))
     }
 
     #[plain_tool(
@@ -251,7 +245,7 @@ impl Automation {
         input_schema = r#"{"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"], "additionalProperties": false}"#
     )]
     fn remove_entry(&self, args: &Json) -> Result<Json, String> {
-        self.change_catalog(|w| admin::remove_entry(w, args))
+        self.snapshot.change(&self.world, |w| admin::remove_entry(w, args))
     }
 
     #[plain_tool(
@@ -271,7 +265,7 @@ impl Automation {
         }"#
     )]
     fn update_entry(&self, args: &Json) -> Result<Json, String> {
-        self.change_catalog(|w| admin::update_entry(w, args))
+        self.snapshot.change(&self.world, |w| admin::update_entry(w, args))
     }
 
     #[plain_tool(

@@ -12,10 +12,13 @@ use super::AutoCode;
 
 #[path = "../../common/findings.rs"]
 mod findings;
+#[path = "../../common/inputs.rs"]
+mod inputs;
 #[path = "../../common/references.rs"]
 mod references;
 
 pub use findings::{has_errors, type_name};
+pub use inputs::{Input, InputType};
 pub use references::{
     classify, close_hint, is_name, is_step_id, ptr, references, resolve, resolve_text, short,
 };
@@ -23,61 +26,15 @@ pub use references::{
 /// One structural or semantic finding, before it is handed to the runtime.
 pub type Finding = findings::Finding<AutoCode>;
 
-/// The declared type of a program input.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum InputType {
-    String,
-    Number,
-    Integer,
-    Boolean,
-    Object,
-    Array,
-}
-
-impl InputType {
-    pub const NAMES: [&'static str; 6] = ["string", "number", "integer", "boolean", "object", "array"];
-
-    pub fn parse(s: &str) -> Option<InputType> {
-        Some(match s {
-            "string" => InputType::String,
-            "number" => InputType::Number,
-            "integer" => InputType::Integer,
-            "boolean" => InputType::Boolean,
-            "object" => InputType::Object,
-            "array" => InputType::Array,
-            _ => return None,
-        })
-    }
-    pub fn name(self) -> &'static str {
-        match self {
-            InputType::String => "string",
-            InputType::Number => "number",
-            InputType::Integer => "integer",
-            InputType::Boolean => "boolean",
-            InputType::Object => "object",
-            InputType::Array => "array",
-        }
-    }
-    /// Whether `v` has this type.
-    pub fn admits(self, v: &Json) -> bool {
-        match self {
-            InputType::String => v.is_string(),
-            InputType::Number => v.is_number(),
-            InputType::Integer => v.is_i64() || v.is_u64(),
-            InputType::Boolean => v.is_boolean(),
-            InputType::Object => v.is_object(),
-            InputType::Array => v.is_array(),
-        }
-    }
-}
-
-/// One declared input.
-#[derive(Clone, Debug)]
-pub struct Input {
-    pub name: String,
-    pub ty: Option<InputType>,
-    pub path: String,
-}
+/// The input types this Language accepts, in the order messages list them.
+const INPUT_TYPES: [InputType; 6] = [
+    InputType::String,
+    InputType::Number,
+    InputType::Integer,
+    InputType::Boolean,
+    InputType::Object,
+    InputType::Array,
+];
 
 /// The `trigger` of a rule.
 #[derive(Clone, Debug)]
@@ -269,36 +226,8 @@ impl Parser {
         match obj.get("inputs") {
             None => {}
             Some(Json::Object(inputs)) => {
-                for (name, ty) in inputs {
-                    let at = ptr("/inputs", name);
-                    if !is_name(name) {
-                        self.report(
-                            Finding::error(
-                                AutoCode::MalformedProgram,
-                                at.clone(),
-                                format!("'{name}' is not a usable input name"),
-                            )
-                            .hint("input names use letters, digits and '_' and do not start with a digit"),
-                        );
-                    }
-                    let parsed = ty.as_str().and_then(InputType::parse);
-                    if parsed.is_none() {
-                        let shown = ty.as_str().map_or_else(|| ty.to_string(), |s| format!("'{s}'"));
-                        let hint = ty
-                            .as_str()
-                            .and_then(|s| close_hint(s, InputType::NAMES))
-                            .unwrap_or_else(|| format!("input types are: {}", InputType::NAMES.join(", ")));
-                        self.report(
-                            Finding::error(
-                                AutoCode::InvalidInputType,
-                                at.clone(),
-                                format!("input '{name}' has the unknown type {shown}"),
-                            )
-                            .hint(hint),
-                        );
-                    }
-                    program.inputs.push(Input { name: name.clone(), ty: parsed, path: at });
-                }
+                let codes = (AutoCode::MalformedProgram, AutoCode::InvalidInputType);
+                program.inputs = inputs::parse_inputs(inputs, &INPUT_TYPES, codes, &mut self.findings);
             }
             Some(other) => self.report(Finding::error(
                 AutoCode::MalformedProgram,

@@ -50,7 +50,7 @@ fn execute(
 #[test]
 fn every_guide_example_validates_and_runs() {
     let mut runs = 0;
-    for (id, text) in harness::guides(Automation::new().language_spec()) {
+    for (id, text) in harness::guides::<Automation>() {
         for block in fenced_blocks(text, "json") {
             let doc: Json = serde_json::from_str(&block)
                 .unwrap_or_else(|e| panic!("{id}: bad JSON block ({e}):\n{block}"));
@@ -89,7 +89,7 @@ fn the_core_guide_is_small_and_the_closed_sets_guide_names_every_member() {
     let spec = Automation::new().language_spec();
     let core = spec.guides.iter().find(|g| g.id == "core").unwrap();
     assert!(core.body.len() <= 8192, "core guide is {} bytes", core.body.len());
-    let sets = harness::guide(spec, "closed-sets");
+    let sets = harness::guide::<Automation>("closed-sets");
     harness::assert_closed_sets_listed(spec, sets);
     for s in &spec.sets.statuses {
         assert!(

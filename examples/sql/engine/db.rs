@@ -13,6 +13,7 @@ use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 
+use super::digest::fingerprint;
 use super::{SqlKind, SqlRisk};
 
 /// The demo schema: two STRICT tables and a view over them.
@@ -415,18 +416,6 @@ pub fn cell(v: ValueRef<'_>) -> Json {
 /// An identifier quoted for SQLite.
 pub fn quote(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
-}
-
-/// A 128-bit FNV-1a style digest, as 32 hex characters.
-pub fn fingerprint(bytes: &[u8]) -> String {
-    let lane = |mut h: u64| {
-        for b in bytes {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        h
-    };
-    format!("{:016x}{:016x}", lane(0xcbf2_9ce4_8422_2325), lane(0x6c62_272e_07bb_0142))
 }
 
 /// Create the database file at `path` with the demo schema and rows, unless it exists.

@@ -12,7 +12,9 @@
 //!   per table reference;
 //! - `db.rs`: the connection, its authorizer, the demo schema, schema introspection, the
 //!   catalog entries and the fingerprint;
-//! - `admin.rs`: the plain tools harnesses use to observe and change the database.
+//! - `admin.rs`: the plain tools harnesses use to observe and change the database;
+//! - `../../common/`: what the example engines share (here: the snapshot cache, the
+//!   fingerprint digest, the test harness).
 //!
 //! Integration tests include this module with
 //! `#[path = "../examples/sql/engine/mod.rs"] mod sql;`.
@@ -25,18 +27,30 @@ use pilotage::prelude::*;
 mod admin;
 mod check;
 mod db;
+#[path = "../../common/digest.rs"]
+mod digest;
 mod run;
+#[allow(dead_code)] // `change`: a schema change drops the snapshot even when it fails
+#[path = "../../common/snapshot_cache.rs"]
+mod snapshot_cache;
 mod text;
 
-/// Create the database file at `path` with the demo schema and rows unless it exists;
-/// returns whether it was created.
-pub fn seed_file(path: &Path) -> Result<bool, String> {
-    db::seed_file(path)
+use snapshot_cache::SnapshotCache;
+
+/// The database file a server's sessions copy: `db`, else [`default_database`]. It is created
+/// with the demo schema and rows when it does not exist, and opened once now, so that a file
+/// that is not a usable database fails at start, not at the first session.
+pub fn source_database(db: Option<PathBuf>) -> Result<PathBuf, String> {
+    let path = db.unwrap_or_else(default_database);
+    if db::seed_file(&path)? {
+        tracing::info!(path = %path.display(), "created the demo database");
+    }
+    Sql::copy_of(&path)?;
+    Ok(path)
 }
 
 /// The default database file: `$XDG_DATA_HOME/pilotage-sql-demo/demo.sqlite`, else
-/// `<repository>/target/pilotage-sql-demo/demo.sqlite`. Created and seeded with the demo
-/// schema and rows by [`seed_file`] on first start.
+/// `<repository>/target/pilotage-sql-demo/demo.sqlite`.
 pub fn default_database() -> PathBuf {
     let base = match std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
         Some(dir) => PathBuf::from(dir),
@@ -92,7 +106,7 @@ pub enum SqlKind {
 /// The engine: one session's private database and its cached catalog snapshot.
 pub struct Sql {
     db: Mutex<db::Db>,
-    snapshot: Mutex<Option<Arc<CatalogSnapshot>>>,
+    snapshot: SnapshotCache,
 }
 
 impl Default for Sql {
@@ -129,7 +143,7 @@ impl Sql {
     }
 
     fn with(db: db::Db) -> Self {
-        Sql { db: Mutex::new(db), snapshot: Mutex::new(None) }
+        Sql { db: Mutex::new(db), snapshot: SnapshotCache::default() }
     }
 
     fn db(&self) -> MutexGuard<'_, db::Db> {
@@ -139,12 +153,23 @@ impl Sql {
     /// Drop the cached snapshot after a schema change (the database lock is released first:
     /// `catalog_snapshot` takes the cache lock, then the database lock).
     fn schema_changed(&self) {
-        *self.snapshot.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.snapshot.clear();
     }
 
     /// The current catalog version (the same for every caller of the session).
     fn version(&self) -> String {
         self.catalog_snapshot(&Caller::new("admin")).version().to_owned()
+    }
+
+    /// Apply the admin change `f`, then drop the cached snapshot (whatever the outcome) and add
+    /// the new `catalog_version` to the result.
+    fn change_schema(&self, f: impl FnOnce(&mut db::Db) -> Result<Json, String>) -> Result<Json, String> {
+        let result = f(&mut self.db());
+        self.schema_changed();
+        result.map(|mut v| {
+            v["catalog_version"] = json!(self.version());
+            v
+        })
     }
 }
 
@@ -191,13 +216,7 @@ impl Sql {
     /// Every session caller sees the same entries (the user tables and views; SQLite's own
     /// `sqlite_*` tables are invisible), so one cached snapshot serves them all.
     fn catalog_snapshot(&self, _caller: &Caller) -> Arc<CatalogSnapshot> {
-        let mut cache = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(s) = cache.as_ref() {
-            return s.clone();
-        }
-        let snapshot = Arc::new(CatalogSnapshot::new(self.db().entries()));
-        *cache = Some(snapshot.clone());
-        snapshot
+        self.snapshot.get_or_build(|| CatalogSnapshot::new(self.db().entries()))
     }
 
     #[plain_tool(
@@ -216,12 +235,7 @@ impl Sql {
         input_schema = r#"{"type": "object", "properties": {"ddl": {"type": "string"}}, "required": ["ddl"], "additionalProperties": false}"#
     )]
     fn schema_apply(&self, args: &Json) -> Result<Json, String> {
-        let result = admin::schema_apply(&mut self.db(), args);
-        self.schema_changed();
-        result.map(|mut v| {
-            v["catalog_version"] = json!(self.version());
-            v
-        })
+        self.change_schema(|db| admin::schema_apply(db, args))
     }
 
     #[plain_tool(
@@ -238,12 +252,7 @@ impl Sql {
         }"#
     )]
     fn create_table(&self, args: &Json) -> Result<Json, String> {
-        let result = admin::create_table(&mut self.db(), args);
-        self.schema_changed();
-        result.map(|mut v| {
-            v["catalog_version"] = json!(self.version());
-            v
-        })
+        self.change_schema(|db| admin::create_table(db, args))
     }
 
     #[plain_tool(
@@ -252,12 +261,7 @@ impl Sql {
         input_schema = r#"{"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"], "additionalProperties": false}"#
     )]
     fn drop_table(&self, args: &Json) -> Result<Json, String> {
-        let result = admin::drop_table(&mut self.db(), args);
-        self.schema_changed();
-        result.map(|mut v| {
-            v["catalog_version"] = json!(self.version());
-            v
-        })
+        self.change_schema(|db| admin::drop_table(db, args))
     }
 }
 

@@ -2,76 +2,27 @@
 //! the closed sets are enumerated by the closed-sets guide, codes fire at exact ranges, plans
 //! and traces share their identifiers, failures roll back.
 
-use std::sync::Arc;
-
-use pilotage::execute::{ExecuteRequest, FinishCore, Recorder};
 use pilotage::language::{Engine, ExecutionMode};
-use pilotage::trace::TraceStep;
-use pilotage::validate::{derive, Derivation, Diagnostic, Locator, ValidateRequest, ValidateResponse};
+use pilotage::validate::{Locator, ValidateResponse};
+
+#[allow(dead_code)] // each engine's tests use their part of it
+#[path = "../../common/engine_harness.rs"]
+mod harness;
+
+use harness::{caller, fenced_blocks, guide, guides, Ran};
 
 use super::*;
 
-fn caller() -> Caller {
-    Caller::new("test-caller")
-}
-
 fn validate(engine: &Sql, program: &Json) -> ValidateResponse {
-    let snapshot = engine.catalog_snapshot(&caller());
-    let request = ValidateRequest {
-        program: Arc::new(program.clone()),
-        context: None,
-        catalog: Some(snapshot.clone()),
-        caller: caller(),
-    };
-    let core = Engine::validate_program(engine, &request);
-    derive(
-        core,
-        Vec::new(),
-        &Derivation {
-            codes: &engine.language_spec().sets.codes,
-            plan: true,
-            catalog_version: Some(snapshot.version().to_owned()),
-        },
-    )
+    harness::validate(engine, program, None)
 }
 
 fn v(engine: &Sql, sql: &str) -> ValidateResponse {
     validate(engine, &json!(sql))
 }
 
-struct Ran {
-    finish: FinishCore,
-    steps: Vec<TraceStep>,
-    refused: Vec<Diagnostic>,
-}
-
-impl Ran {
-    fn status(&self) -> &str {
-        self.finish.outcome.status()
-    }
-    fn ids(&self) -> Vec<&str> {
-        self.steps.iter().map(|s| s.id.as_str()).collect()
-    }
-}
-
 fn execute(engine: &Sql, sql: &str, input: Option<Json>) -> Ran {
-    let program = json!(sql);
-    let verdict = validate(engine, &program);
-    assert!(verdict.valid, "program must be valid to run: {:#?}", verdict.diagnostics);
-    let request = ExecuteRequest {
-        run_id: "run_test".to_owned(),
-        program: Arc::new(program),
-        input: input.map(Arc::new),
-        context: None,
-        catalog: Some(engine.catalog_snapshot(&caller())),
-        caller: caller(),
-        mode: ExecutionMode::Immediate,
-        test_run: false,
-        promoted: Default::default(),
-    };
-    let recorder = Recorder::new(10_000);
-    let finish = futures::executor::block_on(Engine::execute_program(engine, &request, recorder.clone()));
-    Ran { finish, steps: recorder.steps(), refused: recorder.input_findings() }
+    harness::execute(engine, &json!(sql), input, None, ExecutionMode::Immediate, false)
 }
 
 /// `(code, "l1:c1-l2:c2")` of every diagnostic.
@@ -103,43 +54,16 @@ fn fp(engine: &Sql) -> Json {
 // ---------------------------------------------------------------------------------------------
 // Guides
 
-fn guides() -> Vec<(&'static str, &'static str)> {
-    Sql::demo().language_spec().guides.iter().map(|g| (g.id, g.body)).collect()
-}
-
-fn guide(id: &str) -> &'static str {
-    guides().into_iter().find(|(g, _)| *g == id).map(|(_, b)| b).expect("guide exists")
-}
-
-/// The fenced blocks of `lang` in `text`.
-fn blocks(text: &str, lang: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut current: Option<String> = None;
-    let open = format!("```{lang}");
-    for line in text.lines() {
-        match (&mut current, line.trim()) {
-            (None, l) if l == open => current = Some(String::new()),
-            (Some(_), "```") => out.extend(current.take()),
-            (Some(buf), _) => {
-                buf.push_str(line);
-                buf.push('\n');
-            }
-            _ => {}
-        }
-    }
-    out
-}
-
 #[test]
 fn every_guide_sql_block_validates_and_runs() {
     let mut n = 0;
-    for (id, body) in guides() {
-        for block in blocks(body, "sql") {
+    for (id, body) in guides::<Sql>() {
+        for block in fenced_blocks(body, "sql") {
             let engine = Sql::demo();
             let verdict = v(&engine, &block);
             assert!(verdict.valid, "{id}: {:#?}\n{block}", verdict.diagnostics);
             let input = if block.contains(':') {
-                let arguments = blocks(body, "json")
+                let arguments = fenced_blocks(body, "json")
                     .into_iter()
                     .map(|b| serde_json::from_str::<Json>(&b).unwrap())
                     .find(|d| d["query"].as_str().map(str::trim) == Some(block.trim()))
@@ -154,7 +78,7 @@ fn every_guide_sql_block_validates_and_runs() {
             assert_eq!(ran.status(), "success", "{id}: {:?}\n{block}", ran.finish);
             n += 1;
         }
-        for block in blocks(body, "json") {
+        for block in fenced_blocks(body, "json") {
             let doc: Json =
                 serde_json::from_str(&block).unwrap_or_else(|e| panic!("{id}: bad JSON ({e}):\n{block}"));
             let sql = doc["query"]
@@ -171,7 +95,7 @@ fn every_guide_sql_block_validates_and_runs() {
 
 #[test]
 fn core_example_plan_trace_and_output() {
-    let doc: Json = serde_json::from_str(&blocks(guide("sql-core"), "json")[0]).unwrap();
+    let doc: Json = serde_json::from_str(&fenced_blocks(guide::<Sql>("sql-core"), "json")[0]).unwrap();
     let sql = doc["query"].as_str().unwrap();
     let engine = Sql::demo();
     let plan = v(&engine, sql).plan.unwrap();
@@ -202,30 +126,12 @@ fn core_example_plan_trace_and_output() {
 
 #[test]
 fn closed_sets_guide_enumerates_every_member() {
-    let text = guide("sql-closed-sets");
-    let spec = Sql::demo().language_spec();
-    for code in &spec.sets.codes {
-        assert!(text.contains(&format!("| `{code}` |")), "closed-sets guide lacks code {code}");
-    }
-    for s in &spec.sets.statuses {
-        assert!(text.contains(&format!("| `{}` |", s.name)), "closed-sets guide lacks status {}", s.name);
-    }
-    for r in &spec.sets.risks {
-        let h = r.hints;
-        let row = format!(
-            "| `{}` | `{{\"readOnly\": {}, \"destructive\": {}, \"openWorld\": {}}}` |",
-            r.name, h.read_only, h.destructive, h.open_world
-        );
-        assert!(text.contains(&row), "closed-sets guide lacks risk row {row}");
-    }
-    for k in &spec.sets.kinds {
-        let row = format!("| `{}` | {} |", k.name, if k.callable { "yes" } else { "no" });
-        assert!(text.contains(&row), "closed-sets guide lacks kind row {row}");
-    }
+    let text = guide::<Sql>("sql-closed-sets");
+    harness::assert_closed_sets_listed(Sql::demo().language_spec(), text);
     for f in db::FUNCTIONS {
         assert!(text.contains(&format!("`{f}`")), "closed-sets guide lacks function {f}");
     }
-    let core = guide("sql-core");
+    let core = guide::<Sql>("sql-core");
     assert!(core.len() < 8192, "core guide is {} bytes", core.len());
 }
 
@@ -420,18 +326,7 @@ fn input_binding() {
     let sql = "SELECT name FROM customers WHERE id = :id AND tier = :tier";
     let ran = execute(&engine, sql, Some(json!({"id": [1], "extra": true})));
     assert!(ran.steps.is_empty());
-    let paths: Vec<String> = ran
-        .refused
-        .iter()
-        .map(|d| {
-            assert_eq!(d.code, "input_binding");
-            match &d.path {
-                Locator::Pointer(p) => p.clone(),
-                other => format!("{other:?}"),
-            }
-        })
-        .collect();
-    assert_eq!(paths, ["/id", "/tier", "/extra"]);
+    assert_eq!(ran.input_binding_paths(), ["/id", "/tier", "/extra"]);
     let ran = execute(&engine, sql, Some(json!({"id": 1, "tier": "gold"})));
     assert_eq!(ran.finish.output, Some(json!({"columns": ["name"], "rows": [["Amira Hassan"]]})));
     assert_eq!(execute(&engine, "SELECT 1", Some(json!("x"))).refused.len(), 1);

@@ -8,7 +8,9 @@
 //! - `interpret.rs`: execution, recording every step;
 //! - `world.rs`: users, tickets, outbox and the capabilities over them;
 //! - `catalog.rs`: the catalog entries and the caller's snapshot;
-//! - `admin.rs`: the plain tools harnesses use to observe and change the world.
+//! - `admin.rs`: the plain tools harnesses use to observe and change the world;
+//! - `../../common/`: what the example engines share (the reference grammar, findings,
+//!   declared inputs, the snapshot cache, the fingerprint digest, the test harness).
 //!
 //! Integration tests include this module with
 //! `#[path = "../examples/workflow/engine/mod.rs"] mod workflow;`.
@@ -119,14 +121,6 @@ impl Workflow {
     fn world(&self) -> MutexGuard<'_, world::World> {
         self.world.lock().unwrap_or_else(|p| p.into_inner())
     }
-
-    /// Apply a catalog change, then drop the cached snapshot.
-    fn change_catalog(
-        &self,
-        f: impl FnOnce(&mut world::World) -> Result<Json, String>,
-    ) -> Result<Json, String> {
-        self.snapshot.change(&self.world, f)
-    }
 }
 
 #[pilotage::language(
@@ -199,7 +193,7 @@ impl Workflow {
         }"#
     )]
     fn add_entry(&self, args: &Json) -> Result<Json, String> {
-        self.change_catalog(|w| admin::add_entry(w, args))
+        self.snapshot.change(&self.world, |w| admin::add_entry(w, args))
     }
 
     #[plain_tool(
@@ -208,7 +202,7 @@ impl Workflow {
         input_schema = r#"{"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"], "additionalProperties": false}"#
     )]
     fn remove_entry(&self, args: &Json) -> Result<Json, String> {
-        self.change_catalog(|w| admin::remove_entry(w, args))
+        self.snapshot.change(&self.world, |w| admin::remove_entry(w, args))
     }
 
     #[plain_tool(
@@ -217,7 +211,7 @@ impl Workflow {
         input_schema = r#"{"type": "object", "properties": {"id": {"type": "string"}, "description": {"type": "string"}}, "required": ["id", "description"], "additionalProperties": false}"#
     )]
     fn update_entry(&self, args: &Json) -> Result<Json, String> {
-        self.change_catalog(|w| admin::update_entry(w, args))
+        self.snapshot.change(&self.world, |w| admin::update_entry(w, args))
     }
 
     #[plain_tool(

@@ -10,10 +10,14 @@ use super::WfCode;
 
 #[path = "../../common/findings.rs"]
 mod findings;
+#[allow(dead_code)] // `integer` is no workflow/v1 input type
+#[path = "../../common/inputs.rs"]
+mod inputs;
 #[path = "../../common/references.rs"]
 mod references;
 
 pub use findings::{has_errors, type_name};
+pub use inputs::{Input, InputType};
 pub use references::{
     classify, close_hint, is_name, is_step_id, ptr, references, resolve, resolve_text, short,
 };
@@ -21,58 +25,9 @@ pub use references::{
 /// One finding, before it is handed to the runtime.
 pub type Finding = findings::Finding<WfCode>;
 
-/// The declared type of a program input.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum InputType {
-    String,
-    Number,
-    Boolean,
-    Object,
-    Array,
-}
-
-impl InputType {
-    pub const NAMES: [&'static str; 5] = ["string", "number", "boolean", "object", "array"];
-
-    fn parse(s: &str) -> Option<InputType> {
-        Some(match s {
-            "string" => InputType::String,
-            "number" => InputType::Number,
-            "boolean" => InputType::Boolean,
-            "object" => InputType::Object,
-            "array" => InputType::Array,
-            _ => return None,
-        })
-    }
-    pub fn name(self) -> &'static str {
-        match self {
-            InputType::String => "string",
-            InputType::Number => "number",
-            InputType::Boolean => "boolean",
-            InputType::Object => "object",
-            InputType::Array => "array",
-        }
-    }
-    /// Whether `v` has this type.
-    pub fn admits(self, v: &Json) -> bool {
-        match self {
-            InputType::String => v.is_string(),
-            InputType::Number => v.is_number(),
-            InputType::Boolean => v.is_boolean(),
-            InputType::Object => v.is_object(),
-            InputType::Array => v.is_array(),
-        }
-    }
-}
-
-/// One declared input.
-#[derive(Clone, Debug)]
-pub struct Input {
-    pub name: String,
-    /// `None` when the declared type is not one of [`InputType::NAMES`] (already reported).
-    pub ty: Option<InputType>,
-    pub path: String,
-}
+/// The input types this Language accepts, in the order messages list them.
+const INPUT_TYPES: [InputType; 5] =
+    [InputType::String, InputType::Number, InputType::Boolean, InputType::Object, InputType::Array];
 
 /// A whole program.
 #[derive(Clone, Debug, Default)]
@@ -228,36 +183,8 @@ impl Parser {
         match obj.get("inputs") {
             None => {}
             Some(Json::Object(inputs)) => {
-                for (name, ty) in inputs {
-                    let at = ptr("/inputs", name);
-                    if !is_name(name) {
-                        self.report(
-                            Finding::error(
-                                WfCode::MalformedProgram,
-                                at.clone(),
-                                format!("'{name}' is not a usable input name"),
-                            )
-                            .hint("input names use letters, digits and '_' and do not start with a digit"),
-                        );
-                    }
-                    let parsed = ty.as_str().and_then(InputType::parse);
-                    if parsed.is_none() {
-                        let shown = ty.as_str().map_or_else(|| ty.to_string(), |s| format!("'{s}'"));
-                        let hint = ty
-                            .as_str()
-                            .and_then(|s| close_hint(s, InputType::NAMES))
-                            .unwrap_or_else(|| format!("input types are: {}", InputType::NAMES.join(", ")));
-                        self.report(
-                            Finding::error(
-                                WfCode::InvalidInputType,
-                                at.clone(),
-                                format!("input '{name}' has the unknown type {shown}"),
-                            )
-                            .hint(hint),
-                        );
-                    }
-                    program.inputs.push(Input { name: name.clone(), ty: parsed, path: at });
-                }
+                let codes = (WfCode::MalformedProgram, WfCode::InvalidInputType);
+                program.inputs = inputs::parse_inputs(inputs, &INPUT_TYPES, codes, &mut self.findings);
             }
             Some(other) => self.report(
                 Finding::error(

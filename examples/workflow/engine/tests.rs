@@ -8,7 +8,7 @@ use pilotage::validate::{Severity, ValidateResponse};
 #[path = "../../common/engine_harness.rs"]
 mod harness;
 
-use harness::{caller, codes, fenced_blocks, has, Ran};
+use harness::{caller, codes, fenced_blocks, guide, guides, has, Ran};
 
 use super::*;
 
@@ -27,18 +27,10 @@ fn call(id: &str, cap: &str, with: Json) -> Json {
 // ---------------------------------------------------------------------------------------------
 // Guides
 
-fn guides() -> Vec<(&'static str, &'static str)> {
-    harness::guides(Workflow::new().language_spec())
-}
-
-fn guide(id: &str) -> &'static str {
-    harness::guide(Workflow::new().language_spec(), id)
-}
-
 #[test]
 fn every_guide_example_validates_and_runs() {
     let mut programs = 0;
-    for (file, text) in guides() {
+    for (file, text) in guides::<Workflow>() {
         for block in fenced_blocks(text, "json") {
             let doc: Json = serde_json::from_str(&block)
                 .unwrap_or_else(|e| panic!("{file}: bad JSON block ({e}):\n{block}"));
@@ -62,8 +54,8 @@ fn every_guide_example_validates_and_runs() {
 
 #[test]
 fn closed_sets_guide_enumerates_every_member() {
-    harness::assert_closed_sets_listed(Workflow::new().language_spec(), guide("closed-sets"));
-    let core = guide("core");
+    harness::assert_closed_sets_listed(Workflow::new().language_spec(), guide::<Workflow>("closed-sets"));
+    let core = guide::<Workflow>("core");
     assert!(core.len() < 8192, "core guide is {} bytes", core.len());
 }
 
@@ -260,7 +252,7 @@ fn plan_annotations() {
 // Execution
 
 fn core_example() -> (Json, Json) {
-    let block = fenced_blocks(guide("core"), "json").remove(0);
+    let block = fenced_blocks(guide::<Workflow>("core"), "json").remove(0);
     let doc: Json = serde_json::from_str(&block).unwrap();
     (doc["workflow"].clone(), doc["input"].clone())
 }
@@ -363,15 +355,7 @@ fn input_binding_refuses_before_any_step() {
     ]});
     let ran = execute(&engine, &program, Some(json!({"userId": 42, "extra": true})));
     assert!(ran.steps.is_empty());
-    let paths: Vec<String> = ran
-        .refused
-        .iter()
-        .map(|d| {
-            assert_eq!(d.code, "input_binding");
-            harness::pointer(d)
-        })
-        .collect();
-    assert_eq!(paths, ["/userId", "/n", "/extra"]);
+    assert_eq!(ran.input_binding_paths(), ["/userId", "/n", "/extra"]);
     let ran = execute(&engine, &program, None);
     assert_eq!(ran.refused.len(), 1);
     assert_eq!(admin::fingerprint_of(&engine.world()), before);
