@@ -298,7 +298,7 @@ async fn expanded_subprograms_are_prefixed_with_the_calling_entry() {
     assert_eq!(serde_json::to_value(step.risk_hints).unwrap(), promoted["entry"]["risk_hints"]);
     assert_eq!(plan.steps.len(), 1, "the promoted program's steps are not in the caller's plan");
     let r = c.run(&program, "immediate", json!({})).await;
-    assert_eq!(ids(&r), ["call1/body", "call1"]);
+    assert_eq!(ids(&r), ["call1", "call1/body"], "the calling entry is reached first");
     let call1 = kit::entry(&r, "call1");
     assert_eq!(call1["calls"], count);
     assert_eq!(call1["output"], json!({"counter": 1}));
@@ -322,16 +322,16 @@ async fn expanded_subprograms_are_prefixed_with_the_calling_entry() {
         ids(&r),
         [
             "outer",
+            "call1#1",
             "call1#1/each",
             "call1#1/body#1",
             "call1#1/body#2",
             "call1#1/body#3",
-            "call1#1",
+            "call1#2",
             "call1#2/each",
             "call1#2/body#1",
             "call1#2/body#2",
-            "call1#2/body#3",
-            "call1#2"
+            "call1#2/body#3"
         ]
     );
     assert_eq!(c.fingerprint().await["counter"], 7);
@@ -340,7 +340,7 @@ async fn expanded_subprograms_are_prefixed_with_the_calling_entry() {
     let nest_body = json!({"steps": [{"id": "inner", "run": count}]});
     let (nest, _) = promote(&mut c, &nest_body, "Nested count", None).await;
     let r = c.run(&json!({"steps": [{"id": "call1", "run": nest}]}), "immediate", json!({})).await;
-    assert_eq!(ids(&r), ["call1/inner/body", "call1/inner", "call1"]);
+    assert_eq!(ids(&r), ["call1", "call1/inner", "call1/inner/body"]);
 
     // Rejected: `run` on an action, `call` on a promoted program.
     let v =
@@ -367,7 +367,8 @@ async fn expansion_depth_is_bounded() {
     }
     let r = c.run(&json!({"steps": [{"id": "top", "run": levels[4]}]}), "immediate", json!({})).await;
     assert_eq!(r["outcome"]["status"], "partial", "{r}");
-    assert_eq!(ids(&r), ["top/l4/l3/l2/l1"]);
+    assert_eq!(ids(&r), ["top", "top/l4", "top/l4/l3", "top/l4/l3/l2", "top/l4/l3/l2/l1"]);
+    assert_eq!(kit::entry(&r, "top")["outcome"]["status"], "partial", "the calling entries carry the outcome");
     assert_eq!(
         kit::entry(&r, "top/l4/l3/l2/l1")["outcome"]["error"],
         "promoted programs call each other more than 4 levels deep (the expansion bound)"
@@ -376,7 +377,7 @@ async fn expansion_depth_is_bounded() {
     // Four levels run.
     let r = c.run(&json!({"steps": [{"id": "top", "run": levels[3]}]}), "immediate", json!({})).await;
     assert_eq!(r["outcome"]["status"], "success", "{r}");
-    assert_eq!(ids(&r), ["top/l3/l2/l1/body", "top/l3/l2/l1", "top/l3/l2", "top/l3", "top"]);
+    assert_eq!(ids(&r), ["top", "top/l3", "top/l3/l2", "top/l3/l2/l1", "top/l3/l2/l1/body"]);
     assert_eq!(c.fingerprint().await["counter"], 1);
 }
 

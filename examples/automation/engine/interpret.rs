@@ -538,6 +538,9 @@ impl Exec<'_, '_> {
                 );
             }
         };
+        // The calling entry is reached first, so it comes first in the flat trace; it gets the
+        // sub-program's outcome when the body ends.
+        let call = self.run.step(id).calls(reference).input(args).open();
         let handle = self.run.enter_subprogram(id);
         let inner = Frame { inputs, context: self.frame.context.clone(), ..Frame::default() };
         let outer = std::mem::replace(&mut self.frame, inner);
@@ -554,13 +557,16 @@ impl Exec<'_, '_> {
         self.run.exit_subprogram(handle);
         match flow {
             Ok(output) => {
-                self.run.step(id).calls(reference).input(args).output(output.clone()).succeeded();
+                self.run.finish_step(call, Ok(output.clone()));
                 self.frame.outputs.insert(id.to_owned(), output);
                 Ok(())
             }
-            Err(Stop::Bound) => Err(Stop::Bound),
+            Err(Stop::Bound) => {
+                self.run.finish_step(call, Err((Failure::Partial, "a bound stopped the promoted program".into())));
+                Err(Stop::Bound)
+            }
             Err(Stop::Failed { fail, message }) => {
-                self.run.step(id).calls(reference).input(args).failed(fail.failure(), message.clone());
+                self.run.finish_step(call, Err((fail.failure(), message.clone())));
                 Err(Self::failed(id, fail, format!("the promoted program failed: {message}")))
             }
         }
