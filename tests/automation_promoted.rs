@@ -368,7 +368,11 @@ async fn expansion_depth_is_bounded() {
     let r = c.run(&json!({"steps": [{"id": "top", "run": levels[4]}]}), "immediate", json!({})).await;
     assert_eq!(r["outcome"]["status"], "partial", "{r}");
     assert_eq!(ids(&r), ["top", "top/l4", "top/l4/l3", "top/l4/l3/l2", "top/l4/l3/l2/l1"]);
-    assert_eq!(kit::entry(&r, "top")["outcome"]["status"], "partial", "the calling entries carry the outcome");
+    assert_eq!(
+        kit::entry(&r, "top")["outcome"]["status"],
+        "partial",
+        "the calling entries carry the outcome"
+    );
     assert_eq!(
         kit::entry(&r, "top/l4/l3/l2/l1")["outcome"]["error"],
         "promoted programs call each other more than 4 levels deep (the expansion bound)"

@@ -197,8 +197,10 @@ async fn combined_over_stdio() {
 
 #[tokio::test]
 async fn calc_over_http() {
-    let server = pilotage::Server::builder().name("conformance", "0").language(|| calc::Calc).build().unwrap();
-    let report = runner::run(&http(&server, HttpStyle::Full).await, &binding("calc/v1"), "http (SSE)", None).await;
+    let server =
+        pilotage::Server::builder().name("conformance", "0").language(|| calc::Calc).build().unwrap();
+    let report =
+        runner::run(&http(&server, HttpStyle::Full).await, &binding("calc/v1"), "http (SSE)", None).await;
     assert_no_fail(&report);
 }
 

@@ -578,7 +578,8 @@ async fn nesting_past_the_parser_bound_is_bounds_exceeded_not_a_diagnostic() {
     let refused = conn.call("validate_sql", json!({"query": deep})).await;
     assert!(refused.is_error, "{}", refused.raw);
     assert_eq!(refused.structured["error"]["kind"], "bounds_exceeded");
-    let run = conn.call("run_sql", json!({"query": format!("SELECT {}1{}", "(".repeat(60), ")".repeat(60))})).await;
+    let run =
+        conn.call("run_sql", json!({"query": format!("SELECT {}1{}", "(".repeat(60), ")".repeat(60))})).await;
     assert!(run.is_error, "re-validation is bounded the same way: {}", run.raw);
     assert_eq!(run.structured["error"]["kind"], "bounds_exceeded");
 }

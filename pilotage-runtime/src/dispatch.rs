@@ -430,7 +430,11 @@ async fn execute(
     // Keys protect against repeated effects; a test run has none, so it neither claims nor
     // replays a key.
     let key = match args.get("idempotency_key") {
-        Some(Value::String(k)) if info.effective.declares_sub(SubFeature::Idempotency) && !checked.test_run => k,
+        Some(Value::String(k))
+            if info.effective.declares_sub(SubFeature::Idempotency) && !checked.test_run =>
+        {
+            k
+        }
         _ => return run_checked(shared, session, l, args, checked).await,
     };
     // The runnable, its input, and the mode it runs in (an installation is not an evaluation).

@@ -562,7 +562,10 @@ impl Exec<'_, '_> {
                 Ok(())
             }
             Err(Stop::Bound) => {
-                self.run.finish_step(call, Err((Failure::Partial, "a bound stopped the promoted program".into())));
+                self.run.finish_step(
+                    call,
+                    Err((Failure::Partial, "a bound stopped the promoted program".into())),
+                );
                 Err(Stop::Bound)
             }
             Err(Stop::Failed { fail, message }) => {
