@@ -73,6 +73,14 @@
 //!
 //! A loop tool's doc comment becomes the extra text of its description.
 //!
+//! The validate method needs no special shape to receive context: with `context_schema`
+//! declared, the runtime checks the caller's `context` against the schema and hands the
+//! validated value to every validate method through
+//! [`Validation::context`](crate::validate::Validation::context). Without `context_schema`, a
+//! supplied `context` is a `context_binding` error and `context()` is `None`. So neither
+//! "`context_schema` declared but the validate method cannot receive context" nor the reverse
+//! can happen, and there is no compile-time check for them (`tests/ui/pass/context_schema.rs`).
+//!
 //! # Guide folders
 //!
 //! Every `*.md` file of the folder (by file name) is one guide, with front matter:
@@ -88,7 +96,24 @@
 //! ```
 //!
 //! The folder needs a `core` guide, and exactly one `reference` guide with the topic
-//! `closed-sets`. Editing a guide rebuilds the crate; adding or removing a guide file is
+//! `closed-sets`. That guide names every member of every closed set the declared capabilities
+//! make reachable (Part II §5.2): the diagnostic codes always, the risk levels with `catalog` or
+//! `plan`, the statuses with `execute` and the entry kinds with `catalog`, reserved members
+//! included (`constraint`, `input_binding`, `context_binding`; `success`, `validation_error`,
+//! `catalog_drift`, `promotion_drift`, `partial`, `error`). A member counts as named when its
+//! wire name occurs as a whole word (no ASCII letter, digit or `_` right before or after it).
+//! The macro cannot see the enums' variants, so this check runs in constant evaluation: an
+//! omission fails the build at the `guides = "..."` value with an error naming the guide file
+//! and every missing member:
+//!
+//! ```text
+//! error[E0080]: evaluation panicked: the closed-sets guide `guides/closed-sets.md` never mentions
+//!        the diagnostic codes `unused_step`, `context_binding` (reserved): Part II §5.2 requires it
+//!        to enumerate every member of every declared closed set; add each to the guide as a whole
+//!        word, e.g. in a `code` span
+//! ```
+//!
+//! Editing a guide rebuilds the crate; adding or removing a guide file is
 //! noticed at the next rebuild of the crate (touch the source file, or use a build script with
 //! `cargo:rerun-if-changed=<folder>`).
 #![warn(missing_docs)]

@@ -1,8 +1,15 @@
 //! Compile-time behaviour of `#[pilotage::language]` and the closed-set derives.
 //!
-//! `tests/ui/pass/*.rs` must compile and run; `tests/ui/fail/*.rs` must fail with exactly the
-//! errors in their `.stderr` files (regenerate with `TRYBUILD=overwrite cargo test --test ui`,
-//! then read every changed file).
+//! `tests/ui/fail/*.rs` must fail with exactly the errors in their `.stderr` files: one case per
+//! rule, named for it (`retention_not_iso8601.rs`, `guide_misses_member.rs`, ...), with a first
+//! comment line saying which rule; `many_mistakes.rs` shows every error of one declaration
+//! reported in a single compile. `tests/ui/pass/*.rs` must compile and run: the smallest
+//! Language, each execution mode (`execute_immediate.rs`, `sync_execute.rs` for deploy,
+//! `full.rs` for both, with every capability), `context_schema.rs` and `closed_sets_guide.rs`.
+//! The guide folders the cases use are under `tests/ui/guides/`, one per situation.
+//!
+//! Regenerate the expected output with `TRYBUILD=overwrite cargo test --test ui`, then read
+//! every changed file. To run some cases only: `cargo test --test ui -- ui trybuild=guide_`.
 //!
 //! trybuild compiles each case inside `target/tests/trybuild/pilotage/`, which is then the
 //! case's `CARGO_MANIFEST_DIR`; so the cases reach their guide folders under `tests/ui/guides/`

@@ -16,6 +16,10 @@
 //! be quoted, a `#` after whitespace starts a comment). `topics` is a `[a, b]` flow list or a
 //! block list of `- item` lines. The body is the text after the closing `---` line, leading
 //! newlines trimmed.
+//!
+//! Whether the closed-sets guide names every member of the declared closed sets needs the
+//! enums' variants, which this macro cannot see: `language::expand` emits that check as
+//! constants the compiler evaluates (`pilotage_runtime::closed_sets::GuideSet`).
 
 use std::path::{Path, PathBuf};
 
@@ -24,7 +28,8 @@ use crate::errors::{closest, list, unknown};
 /// The guide levels.
 pub const LEVELS: [&str; 3] = ["core", "reference", "examples"];
 const KEYS: [&str; 4] = ["id", "title", "level", "topics"];
-const CLOSED_SETS: &str = "closed-sets";
+/// The topic of the closed-sets guide.
+pub const CLOSED_SETS: &str = "closed-sets";
 
 /// One parsed guide file.
 #[derive(Debug)]
@@ -41,8 +46,8 @@ pub struct Guide {
     pub topics: Vec<String>,
     /// Body after the front matter.
     pub body: String,
-    /// File name, for messages.
-    file: String,
+    /// The file as the user's folder path shows it (`guides/closed-sets.md`), for messages.
+    pub file: String,
     /// Line of the `id:` key, for messages.
     id_line: usize,
     /// Line of the `level:` key, for messages.

@@ -177,3 +177,250 @@ impl ClosedSets {
         self.statuses.iter().copied().find(|s| s.name == name)
     }
 }
+
+/// The members of one declared closed set that its Language's closed-sets guide must name
+/// (Part II §5.2), checked at compile time: `#[pilotage::language(...)]` evaluates
+/// [`GuideSet::message_len`] and [`GuideSet::message`] in a `const` for each set the declared
+/// capabilities require, and the build fails with the message when the guide omits a member.
+///
+/// A member is named when its wire name occurs as a whole word: the characters right before
+/// and after the occurrence are not ASCII letters, digits or `_`.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug)]
+pub struct GuideSet {
+    /// The set's member noun, singular and plural (`"diagnostic code"`, `"diagnostic codes"`).
+    what: (&'static str, &'static str),
+    /// The engine-defined members.
+    members: Members,
+    /// The reserved members, after them.
+    reserved: Members,
+}
+
+/// A slice of wire names of one closed set, whatever the member type.
+#[derive(Clone, Copy, Debug)]
+enum Members {
+    Names(&'static [&'static str]),
+    Risks(&'static [RiskMember]),
+    Statuses(&'static [StatusMember]),
+    Kinds(&'static [KindMember]),
+}
+
+impl Members {
+    const fn len(self) -> usize {
+        match self {
+            Members::Names(m) => m.len(),
+            Members::Risks(m) => m.len(),
+            Members::Statuses(m) => m.len(),
+            Members::Kinds(m) => m.len(),
+        }
+    }
+
+    const fn name(self, i: usize) -> &'static str {
+        match self {
+            Members::Names(m) => m[i],
+            Members::Risks(m) => m[i].name,
+            Members::Statuses(m) => m[i].name,
+            Members::Kinds(m) => m[i].name,
+        }
+    }
+}
+
+const fn is_word_byte(b: u8) -> bool {
+    matches!(b, b'0'..=b'9' | b'A'..=b'Z' | b'a'..=b'z' | b'_')
+}
+
+/// Whether `name` occurs in `text` at byte `at`, not followed by a word byte (the caller
+/// checks the byte before).
+const fn occurs_at(text: &[u8], at: usize, name: &[u8]) -> bool {
+    let end = at + name.len();
+    if end > text.len() || (end < text.len() && is_word_byte(text[end])) {
+        return false;
+    }
+    let mut i = 0;
+    while i < name.len() {
+        if text[at + i] != name[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// How many members one pass over the guide checks.
+const CHUNK: usize = 128;
+
+/// Append `s` to `out` at `*len` (as far as `out` reaches) and advance `*len` by its length.
+const fn put(out: &mut [u8], len: &mut usize, s: &str) {
+    let bytes = s.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if *len + i < out.len() {
+            out[*len + i] = bytes[i];
+        }
+        i += 1;
+    }
+    *len += bytes.len();
+}
+
+impl GuideSet {
+    /// The diagnostic codes of `C`, the reserved ones included.
+    pub const fn codes<C: DiagnosticCode>() -> Self {
+        GuideSet {
+            what: ("diagnostic code", "diagnostic codes"),
+            members: Members::Names(C::MEMBERS),
+            reserved: Members::Names(&RESERVED_CODES),
+        }
+    }
+
+    /// The risk levels of `R`.
+    pub const fn risk_levels<R: RiskLevel>() -> Self {
+        GuideSet {
+            what: ("risk level", "risk levels"),
+            members: Members::Risks(R::MEMBERS),
+            reserved: Members::Names(&[]),
+        }
+    }
+
+    /// The statuses of `S`, the reserved ones included.
+    pub const fn statuses<S: RunStatus>() -> Self {
+        GuideSet {
+            what: ("status", "statuses"),
+            members: Members::Statuses(S::MEMBERS),
+            reserved: Members::Statuses(&RESERVED_STATUSES),
+        }
+    }
+
+    /// The entry kinds of `K`.
+    pub const fn kinds<K: EntryKind>() -> Self {
+        GuideSet {
+            what: ("entry kind", "entry kinds"),
+            members: Members::Kinds(K::MEMBERS),
+            reserved: Members::Names(&[]),
+        }
+    }
+
+    /// Engine-defined and reserved members together.
+    const fn len(self) -> usize {
+        self.members.len() + self.reserved.len()
+    }
+
+    /// Member `i` of [`Self::len`], and whether it is reserved.
+    const fn member(self, i: usize) -> (&'static str, bool) {
+        if i < self.members.len() {
+            (self.members.name(i), false)
+        } else {
+            (self.reserved.name(i - self.members.len()), true)
+        }
+    }
+
+    /// Bit `i` set when member `start + i` (for `i < CHUNK`) is named in `text` (empty names
+    /// count as named). One pass over the text, trying at each position only the members whose
+    /// name starts with its byte, and stopping once every member of the chunk is found.
+    const fn named(self, text: &[u8], start: usize) -> u128 {
+        let end = if self.len() - start > CHUNK { start + CHUNK } else { self.len() };
+        let all: u128 = if end - start == CHUNK { u128::MAX } else { (1u128 << (end - start)) - 1 };
+        let mut found = 0u128;
+        // `by_first[b]`: the members whose name starts with byte `b`. A name that starts with
+        // a word byte can only begin where a word begins, the others after any non-word byte.
+        let mut by_first = [0u128; 256];
+        let mut m = start;
+        while m < end {
+            let name = self.member(m).0.as_bytes();
+            if name.is_empty() {
+                found |= 1u128 << (m - start);
+            } else {
+                by_first[name[0] as usize] |= 1u128 << (m - start);
+            }
+            m += 1;
+        }
+        let mut at = 0;
+        let mut after_word = false;
+        while at < text.len() && found != all {
+            let byte = text[at];
+            if !after_word {
+                let mut candidates = by_first[byte as usize] & !found;
+                while candidates != 0 {
+                    let i = candidates.trailing_zeros() as usize;
+                    candidates &= candidates - 1;
+                    if occurs_at(text, at, self.member(start + i).0.as_bytes()) {
+                        found |= 1u128 << i;
+                    }
+                }
+            }
+            after_word = is_word_byte(byte);
+            at += 1;
+        }
+        found
+    }
+
+    /// Write the members of this set that `text` does not name to `out` (as far as it
+    /// reaches) at `*len`, as `` `a`, `b` (reserved) ``; returns how many there are.
+    const fn put_missing(self, text: &[u8], out: &mut [u8], len: &mut usize) -> usize {
+        let mut missing = 0;
+        let mut start = 0;
+        while start < self.len() {
+            let found = self.named(text, start);
+            let mut m = start;
+            while m < self.len() && m < start + CHUNK {
+                if found & (1u128 << (m - start)) == 0 {
+                    let (name, reserved) = self.member(m);
+                    put(out, len, if missing == 0 { "`" } else { ", `" });
+                    put(out, len, name);
+                    put(out, len, if reserved { "` (reserved)" } else { "`" });
+                    missing += 1;
+                }
+                m += 1;
+            }
+            start += CHUNK;
+        }
+        missing
+    }
+
+    /// Write the message for `guide` (the closed-sets guide's body, shown as `file`) to `out`,
+    /// as far as it reaches; returns its full length, 0 when every member is named.
+    const fn render(self, file: &str, guide: &str, out: &mut [u8]) -> usize {
+        let text = guide.as_bytes();
+        let missing = self.put_missing(text, &mut [], &mut 0);
+        if missing == 0 {
+            return 0;
+        }
+        let mut len = 0;
+        put(out, &mut len, "the closed-sets guide `");
+        put(out, &mut len, file);
+        put(out, &mut len, "` never mentions the ");
+        put(out, &mut len, if missing == 1 { self.what.0 } else { self.what.1 });
+        put(out, &mut len, " ");
+        self.put_missing(text, out, &mut len);
+        put(
+            out,
+            &mut len,
+            ": Part II §5.2 requires it to enumerate every member of every declared closed set; add ",
+        );
+        put(out, &mut len, if missing == 1 { "it" } else { "each" });
+        put(out, &mut len, " to the guide as a whole word, e.g. in a `code` span");
+        len
+    }
+
+    /// The length of the message for a closed-sets guide body `guide` shown as `file`; 0 when
+    /// the guide names every member.
+    pub const fn message_len(self, file: &str, guide: &str) -> usize {
+        self.render(file, guide, &mut [])
+    }
+
+    /// The message itself, `N` being [`Self::message_len`] (nothing is scanned when `N` is 0).
+    pub const fn message<const N: usize>(self, file: &str, guide: &str) -> [u8; N] {
+        let mut out = [0u8; N];
+        if N > 0 {
+            self.render(file, guide, &mut out);
+        }
+        out
+    }
+
+    /// The message bytes as text.
+    pub const fn text(message: &[u8]) -> &str {
+        match core::str::from_utf8(message) {
+            Ok(text) => text,
+            Err(_) => "the closed-sets guide does not name every member of the declared closed sets",
+        }
+    }
+}

@@ -50,7 +50,7 @@ pub mod __private {
     pub use crate::capabilities::{Capability, CapabilityDeclaration, SubFeature};
     pub use crate::catalog::CatalogSnapshot;
     pub use crate::closed_sets::{
-        ClosedSets, DiagnosticCode, EntryKind, KindMember, NoKind, NoStatus, RiskLevel, RiskMember,
+        ClosedSets, DiagnosticCode, EntryKind, GuideSet, KindMember, NoKind, NoStatus, RiskLevel, RiskMember,
         RunStatus, StatusMember,
     };
     pub use crate::execute::{ExecuteRequest, Finish, FinishCore, Recorder, Run};

@@ -96,6 +96,8 @@ pub struct Model {
     /// The context schema file and its text.
     pub context_schema: Option<(PathBuf, String)>,
     pub guides: Vec<Guide>,
+    /// The `guides = "..."` value, where the closed-sets guide check reports.
+    pub guides_lit: LitStr,
     pub codes: syn::Path,
     pub risk: syn::Path,
     pub statuses: Option<syn::Path>,
@@ -161,7 +163,16 @@ pub fn check(args: Args, tools: &[RawTool], item: &ItemImpl, errors: &mut Errors
         &[("immediate", "Immediate"), ("deploy", "Deploy"), ("both", "Both")],
         errors,
     );
-    let trace = one_of(&args.trace, &[("summary", "Summary"), ("full", "Full")], errors);
+    let trace = match &args.trace {
+        Some(e) if e.value.value() == "none" => {
+            errors.spanned(
+                &e.value,
+                "`trace = \"none\"` is not a trace ceiling: a Language that executes records its Runs (Part II §4.3); write `trace = \"summary\"` or `trace = \"full\"`",
+            );
+            None
+        }
+        _ => one_of(&args.trace, &[("summary", "Summary"), ("full", "Full")], errors),
+    };
     let retention = args.retention.as_ref().and_then(|e| check_retention(&e.value, errors));
     let trace_subprogram =
         one_of(&args.trace_subprogram, &[("opaque", "Opaque"), ("expanded", "Expanded")], errors);
@@ -280,6 +291,7 @@ pub fn check(args: Args, tools: &[RawTool], item: &ItemImpl, errors: &mut Errors
         promotion_authority,
         context_schema,
         guides: guides?,
+        guides_lit: args.guides?.value,
         codes: args.codes?.value,
         risk: args.risk?.value,
         statuses: args.statuses.map(|e| e.value),
@@ -495,12 +507,21 @@ fn check_capabilities<'a>(entry: &'a Entry<Vec<CapItem>>, errors: &mut Errors) -
             }
         }
     }
+    // Capability requirements (Part II §4.3). A missing floor capability is reported once, by
+    // the floor rule, naming the declared capabilities that need it too.
+    const REQUIRES: [(&str, &str); 4] =
+        [("validate", "guides"), ("plan", "validate"), ("execute", "validate"), ("trace_fetch", "execute")];
     for floor in ["guides", "validate"] {
         if !declared.contains_key(floor) {
-            let also = if floor == "guides" && declared.contains_key("validate") {
-                " (`validate` requires `guides`)"
-            } else {
-                ""
+            let needing: Vec<String> = REQUIRES
+                .iter()
+                .filter(|(cap, needs)| *needs == floor && declared.contains_key(cap))
+                .map(|(cap, _)| format!("`{cap}`"))
+                .collect();
+            let also = match needing.as_slice() {
+                [] => String::new(),
+                [one] => format!(" ({one} requires `{floor}`)"),
+                several => format!(" ({} require `{floor}`)", several.join(" and ")),
             };
             errors.spanned(
                 &entry.meta,
@@ -508,7 +529,7 @@ fn check_capabilities<'a>(entry: &'a Entry<Vec<CapItem>>, errors: &mut Errors) -
             );
         }
     }
-    for (cap, needs) in [("plan", "validate"), ("execute", "validate"), ("trace_fetch", "execute")] {
+    for (cap, needs) in REQUIRES.iter().filter(|(_, needs)| !["guides", "validate"].contains(needs)) {
         if let (Some(item), false) = (declared.get(cap), declared.contains_key(needs)) {
             errors.spanned(
                 &item.ident,

@@ -2,10 +2,11 @@
 //! Every runtime item is reached through `::pilotage::__private`.
 
 use proc_macro2::{Ident, Literal, Span, TokenStream};
-use quote::quote;
+use quote::{quote, quote_spanned};
 use syn::{ImplItem, ItemImpl};
 
 use super::check::{LoopTool, Model, Retention};
+use crate::guides::CLOSED_SETS;
 
 fn ident(name: &str) -> Ident {
     Ident::new(name, Span::call_site())
@@ -194,10 +195,14 @@ pub fn expand(item: &ItemImpl, model: &Model) -> TokenStream {
         })),
     };
 
+    let guide_checks = guide_checks(model);
+
     quote! {
         #user
 
         #(const _: &str = ::core::include_str!(#tracked);)*
+
+        #guide_checks
 
         #[automatically_derived]
         impl #impl_generics #p::Engine for #self_ty #where_clause {
@@ -265,6 +270,62 @@ pub fn expand(item: &ItemImpl, model: &Model) -> TokenStream {
                 }
             }
         }
+    }
+}
+
+/// Part II §5.2: the closed-sets guide names every member of every closed set the declared
+/// capabilities make reachable: diagnostic codes always, risk levels with `catalog` or `plan`,
+/// statuses with `execute`, entry kinds with `catalog` (reserved members included). The macro
+/// cannot see the enums' variants, so the check is a `const` per set, evaluated by the
+/// compiler with the sets' `MEMBERS`; it fails the build at the `guides = "..."` value with a
+/// message naming the guide file and every member it omits.
+fn guide_checks(model: &Model) -> TokenStream {
+    let Some(guide) = model.guides.iter().find(|g| g.topics.iter().any(|t| t == CLOSED_SETS)) else {
+        return TokenStream::new();
+    };
+    let p = quote!(::pilotage::__private);
+    let declares = |c: &str| model.capabilities.contains(&c);
+    let codes = &model.codes;
+    let mut sets = vec![quote!(#p::GuideSet::codes::<#codes>())];
+    if declares("Catalog") || declares("Plan") {
+        let risk = &model.risk;
+        sets.push(quote!(#p::GuideSet::risk_levels::<#risk>()));
+    }
+    if declares("Execute") {
+        let statuses = match &model.statuses {
+            Some(s) => quote!(#s),
+            None => quote!(#p::NoStatus),
+        };
+        sets.push(quote!(#p::GuideSet::statuses::<#statuses>()));
+    }
+    if let (true, Some(kinds)) = (declares("Catalog"), &model.kinds) {
+        sets.push(quote!(#p::GuideSet::kinds::<#kinds>()));
+    }
+    let span = model.guides_lit.span();
+    let checks = sets.iter().map(|set| {
+        let fail = quote_spanned!(span=> ::core::panic!("{}", #p::GuideSet::text(&MESSAGE)));
+        quote! {
+            const _: () = {
+                const SET: #p::GuideSet = #set;
+                const LEN: usize = #p::GuideSet::message_len(SET, FILE, GUIDE);
+                const MESSAGE: [u8; LEN] = #p::GuideSet::message::<LEN>(SET, FILE, GUIDE);
+                if LEN != 0 {
+                    #fail
+                }
+            };
+        }
+    });
+    let file = string(&guide.file);
+    let body = string(&guide.body);
+    // A scan costs a few const-eval steps per byte of the guide; the lint would stop a very
+    // large guide (hundreds of KiB) although the scan always ends.
+    quote! {
+        #[allow(long_running_const_eval)]
+        const _: () = {
+            const FILE: &str = #file;
+            const GUIDE: &str = #body;
+            #(#checks)*
+        };
     }
 }
 

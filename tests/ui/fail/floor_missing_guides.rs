@@ -1,3 +1,4 @@
+// Rules 2 and 3: the floor requires `guides`, which `validate` requires too; one error says both.
 use pilotage::prelude::*;
 
 #[derive(Clone, Copy, pilotage::Codes)]

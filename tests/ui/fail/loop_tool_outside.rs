@@ -1,3 +1,4 @@
+// Rule 16: `#[loop_tool]` and `#[plain_tool]` outside a `#[pilotage::language]` impl.
 use pilotage::prelude::*;
 
 struct Engine;

@@ -1,3 +1,4 @@
+// Every mistake of one declaration is reported in a single compile, each at its own tokens.
 use pilotage::prelude::*;
 
 #[derive(Clone, Copy, pilotage::Codes)]

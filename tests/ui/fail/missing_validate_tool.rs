@@ -1,3 +1,4 @@
+// Rule 9: every Language has a validate tool.
 use pilotage::prelude::*;
 
 #[derive(Clone, Copy, pilotage::Codes)]

@@ -1,3 +1,4 @@
+// Rule 16: an unknown key of `#[pilotage::language]`, with a did-you-mean.
 use pilotage::prelude::*;
 
 #[derive(Clone, Copy, pilotage::Codes)]

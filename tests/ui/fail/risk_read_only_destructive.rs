@@ -1,14 +1,10 @@
+// Rule 13: a risk level cannot be both read-only and destructive.
 #[derive(Clone, Copy, pilotage::RiskLevels)]
 enum Risk {
     #[risk(read_only)]
     Safe,
     #[risk(read_only, destructive)]
     Wipe,
-    #[risk(read_only, write)]
-    Confused,
-    Unmarked,
-    #[risk(destrutive)]
-    Typo,
 }
 
 fn main() {

@@ -1,3 +1,4 @@
+// Rule 6: `trace_fetch` needs stored Runs, which `retention = "none"` never keeps.
 use pilotage::prelude::*;
 
 #[derive(Clone, Copy, pilotage::Codes)]

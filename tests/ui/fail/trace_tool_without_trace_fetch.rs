@@ -1,3 +1,4 @@
+// Rule 9: a trace tool without the `trace_fetch` capability.
 use pilotage::prelude::*;
 
 #[derive(Clone, Copy, pilotage::Codes)]

@@ -1,0 +1,39 @@
+// Rule 14: `catalog` declared without a catalog source method.
+use pilotage::prelude::*;
+
+#[derive(Clone, Copy, pilotage::Codes)]
+enum Code {
+    Malformed,
+}
+
+#[derive(Clone, Copy, pilotage::RiskLevels)]
+enum Risk {
+    #[risk(read_only)]
+    Safe,
+}
+
+#[derive(Clone, Copy, pilotage::EntryKinds)]
+enum Kind {
+    #[kind(callable)]
+    Capability,
+}
+
+struct Engine;
+
+#[pilotage::language(
+    name = "x/v1",
+    title = "X",
+    program = "program",
+    locator = "json-pointer",
+    capabilities(guides, catalog, validate),
+    guides = "../../../../tests/ui/guides/minimal",
+    codes = Code,
+    risk = Risk,
+    kinds = Kind,
+)]
+impl Engine {
+    #[loop_tool(validate, name = "validate_x")]
+    fn validate(&self, _program: &Json, _v: &mut Validation<Code, Risk>) {}
+}
+
+fn main() {}

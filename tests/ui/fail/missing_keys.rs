@@ -1,0 +1,29 @@
+// Rule 16: the required keys, all listed in one error.
+use pilotage::prelude::*;
+
+#[derive(Clone, Copy, pilotage::Codes)]
+enum Code {
+    Malformed,
+}
+
+#[derive(Clone, Copy, pilotage::RiskLevels)]
+enum Risk {
+    #[risk(read_only)]
+    Safe,
+}
+
+struct Engine;
+
+#[pilotage::language(
+    name = "x/v1",
+    locator = "json-pointer",
+    capabilities(guides, validate),
+    guides = "../../../../tests/ui/guides/minimal",
+    risk = Risk,
+)]
+impl Engine {
+    #[loop_tool(validate, name = "validate_x")]
+    fn validate(&self, _program: &Json, _v: &mut Validation<Code, Risk>) {}
+}
+
+fn main() {}

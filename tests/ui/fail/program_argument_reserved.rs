@@ -1,0 +1,32 @@
+// Rule 11: the program argument is not a reserved argument name.
+use pilotage::prelude::*;
+
+#[derive(Clone, Copy, pilotage::Codes)]
+enum Code {
+    Malformed,
+}
+
+#[derive(Clone, Copy, pilotage::RiskLevels)]
+enum Risk {
+    #[risk(read_only)]
+    Safe,
+}
+
+struct Engine;
+
+#[pilotage::language(
+    name = "x/v1",
+    title = "X",
+    program = "context",
+    locator = "json-pointer",
+    capabilities(guides, validate),
+    guides = "../../../../tests/ui/guides/minimal",
+    codes = Code,
+    risk = Risk,
+)]
+impl Engine {
+    #[loop_tool(validate, name = "validate_x")]
+    fn validate(&self, _program: &Json, _v: &mut Validation<Code, Risk>) {}
+}
+
+fn main() {}

@@ -1,0 +1,37 @@
+// Rule 10: every tool is named.
+use pilotage::prelude::*;
+
+#[derive(Clone, Copy, pilotage::Codes)]
+enum Code {
+    Malformed,
+}
+
+#[derive(Clone, Copy, pilotage::RiskLevels)]
+enum Risk {
+    #[risk(read_only)]
+    Safe,
+}
+
+struct Engine;
+
+#[pilotage::language(
+    name = "x/v1",
+    title = "X",
+    program = "program",
+    locator = "json-pointer",
+    capabilities(guides, validate),
+    guides = "../../../../tests/ui/guides/minimal",
+    codes = Code,
+    risk = Risk,
+)]
+impl Engine {
+    #[loop_tool(validate, name = "validate_x")]
+    fn validate(&self, _program: &Json, _v: &mut Validation<Code, Risk>) {}
+
+    #[plain_tool(description = "Finds a ticket.")]
+    fn find_ticket(&self, _args: &Json) -> Result<Json, String> {
+        Ok(Json::Null)
+    }
+}
+
+fn main() {}

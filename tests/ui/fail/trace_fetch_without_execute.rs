@@ -1,0 +1,35 @@
+// Rule 3: `trace_fetch` requires `execute`.
+use pilotage::prelude::*;
+
+#[derive(Clone, Copy, pilotage::Codes)]
+enum Code {
+    Malformed,
+}
+
+#[derive(Clone, Copy, pilotage::RiskLevels)]
+enum Risk {
+    #[risk(read_only)]
+    Safe,
+}
+
+struct Engine;
+
+#[pilotage::language(
+    name = "x/v1",
+    title = "X",
+    program = "program",
+    locator = "json-pointer",
+    capabilities(guides, validate, trace_fetch),
+    guides = "../../../../tests/ui/guides/minimal",
+    codes = Code,
+    risk = Risk,
+)]
+impl Engine {
+    #[loop_tool(validate, name = "validate_x")]
+    fn validate(&self, _program: &Json, _v: &mut Validation<Code, Risk>) {}
+
+    #[loop_tool(trace, name = "trace_x")]
+    fn trace(&self) {}
+}
+
+fn main() {}
