@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::capabilities::{Capability, SubFeature};
-use crate::catalog::{self, ListQuery};
+use crate::catalog::{self, CatalogSnapshot, ListQuery};
 use crate::errors::{ErrorKind, RequestError};
 use crate::execute::{ExecuteRequest, ExecuteResponse, Outcome, Recorder};
 use crate::guides;
@@ -289,10 +289,24 @@ fn catalog(shared: &Shared, session: &Session, args: &Map<String, Value>) -> Rep
 }
 
 /// Validate exactly as the validate tool does (also the execute-time re-validation guard).
+/// The caller's snapshot for a catalog-bearing Language (`None` without `catalog`). One
+/// operation takes it once, so drift check, validation and promotion baseline all see the same
+/// catalog.
+fn snapshot_of(info: &LangInfo, session: &Session, l: usize) -> Outcome2<Option<Arc<CatalogSnapshot>>> {
+    if !info.effective.declares(Capability::Catalog) {
+        return Ok(None);
+    }
+    session
+        .snapshot(l)
+        .map(Some)
+        .ok_or_else(|| RequestError::internal("the engine returned no catalog snapshot"))
+}
+
 async fn run_validation(
     info: &LangInfo,
     session: &Session,
     l: usize,
+    snapshot: Option<Arc<CatalogSnapshot>>,
     program: &Value,
     context: Option<&Value>,
 ) -> Outcome2<ValidateResponse> {
@@ -312,15 +326,6 @@ async fn run_validation(
         ));
     }
     let context_findings = validate::check_context(info.context_validator.as_ref(), context);
-    let snapshot = if info.effective.declares(Capability::Catalog) {
-        Some(
-            session
-                .snapshot(l)
-                .ok_or_else(|| RequestError::internal("the engine returned no catalog snapshot"))?,
-        )
-    } else {
-        None
-    };
     let request = ValidateRequest {
         program: Arc::new(program.clone()),
         context: context.filter(|_| context_findings.is_empty()).map(|c| Arc::new(c.clone())),
@@ -376,7 +381,7 @@ async fn validate(
 ) -> Outcome2<ValidateResponse> {
     let info = &shared.langs[l];
     let program = args.get(info.spec.program_argument).unwrap_or(&Value::Null);
-    run_validation(info, session, l, program, args.get("context")).await
+    run_validation(info, session, l, snapshot_of(info, session, l)?, program, args.get("context")).await
 }
 
 fn validate_summary(v: &ValidateResponse) -> String {
@@ -609,11 +614,10 @@ async fn run_checked(
 ) -> Outcome2<ExecuteResponse> {
     let info = &shared.langs[l];
     let spec = info.spec;
-    let caps = &info.effective;
     let WellFormed { runnable, ceiling, effective_level, test_run, mode, retention, store_flag } = checked;
     let run_id = new_run_id();
     // 2. Catalog drift.
-    let snapshot = if caps.declares(Capability::Catalog) { session.snapshot(l) } else { None };
+    let snapshot = snapshot_of(info, session, l)?;
     if let (Some(expected), Some(snap)) = (str_arg(args, "expected_catalog_version"), &snapshot) {
         if expected != snap.version() {
             return Ok(refused(run_id, Outcome::failure("catalog_drift", "catalog version mismatch"), None));
@@ -624,7 +628,7 @@ async fn run_checked(
     let context = args.get("context");
     let program = match runnable {
         Runnable::Inline(program) => {
-            let verdict = run_validation(info, session, l, program, context).await?;
+            let verdict = run_validation(info, session, l, snapshot.clone(), program, context).await?;
             if !verdict.valid {
                 return Ok(refused(
                     run_id,
@@ -832,12 +836,16 @@ async fn promote(shared: &Shared, session: &Session, l: usize, args: &Map<String
         return Reply::error(RequestError::internal("this Language has no promoted kind"));
     };
     let program = args.get(info.spec.program_argument).unwrap_or(&Value::Null);
-    let verdict = match run_validation(info, session, l, program, args.get("context")).await {
+    let snapshot = match snapshot_of(info, session, l) {
+        Ok(s) => s,
+        Err(e) => return Reply::error(e),
+    };
+    let verdict = match run_validation(info, session, l, snapshot.clone(), program, args.get("context")).await
+    {
         Ok(v) => v,
         Err(e) => return Reply::error(e),
     };
-    let (true, Some(plan), Some(snapshot)) = (verdict.valid, verdict.plan.as_ref(), session.snapshot(l))
-    else {
+    let (true, Some(plan), Some(snapshot)) = (verdict.valid, verdict.plan.as_ref(), snapshot) else {
         // An invalid program is a result, never an error (Part III §7.1), here as anywhere.
         let n = verdict.diagnostics.len();
         return Reply {
