@@ -14,8 +14,8 @@ mod automation;
 mod kit;
 
 use kit::{assert_request_error, ctx, ids, Client, TempStore, ARG, LANGUAGE, PROMOTE};
-use pilotage::risk::RiskHints;
-use pilotage::validate::Plan;
+use pilotage::model::plan::Plan;
+use pilotage::model::risk::RiskHints;
 use serde_json::{json, Value};
 
 fn server(store: &TempStore) -> pilotage::Server {

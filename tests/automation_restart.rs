@@ -136,7 +136,7 @@ fn a_duration_retention_needs_a_durable_store() {
         refused.problems,
         ["Language automation/v1: retention PT1H promises durability across restarts; configure a durable run store with ServerBuilder::run_store"]
     );
-    let in_memory = pilotage::store::SqliteRunStore::in_memory().unwrap();
+    let in_memory = pilotage::state::SqliteRunStore::in_memory().unwrap();
     let refused = pilotage::Server::builder()
         .language(automation::Automation::new)
         .run_store(std::sync::Arc::new(in_memory))
@@ -147,7 +147,7 @@ fn a_duration_retention_needs_a_durable_store() {
     let store = TempStore::new("restart-build");
     assert!(pilotage::Server::builder()
         .language(automation::Automation::new)
-        .run_store(std::sync::Arc::new(pilotage::store::SqliteRunStore::open(store.path()).unwrap()))
+        .run_store(std::sync::Arc::new(pilotage::state::SqliteRunStore::open(store.path()).unwrap()))
         .build()
         .is_ok());
 }

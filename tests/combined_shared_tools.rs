@@ -2,7 +2,7 @@
 //! `sql/sqlite-3` and a variant Language, `sql/sqlite-3-mirror` (the same grammar over a second,
 //! independent database, program argument `mirror_query`), share one validate tool
 //! (`validate_sql`) and one execute tool (`run_sql`). The variant is a hand-written
-//! `pilotage::language::Engine` delegating to the sql engine with its own declaration.
+//! `pilotage::engine::Engine` delegating to the sql engine with its own declaration.
 
 mod support;
 
@@ -12,12 +12,13 @@ mod sql;
 
 use std::sync::{Arc, OnceLock};
 
-use pilotage::capabilities::{Capability, CapabilityDeclaration, SubFeature};
-use pilotage::catalog::CatalogSnapshot;
-use pilotage::execute::{ExecuteRequest, FinishCore, Recorder};
-use pilotage::guides::GuideSource;
-use pilotage::language::{Caller, Engine, LanguageSpec, LoopTools, Retention};
-use pilotage::validate::{ValidateRequest, ValidationCore};
+use pilotage::engine::CatalogSnapshot;
+use pilotage::engine::{Caller, Engine, LanguageSpec, LoopTools};
+use pilotage::engine::{ExecuteRequest, FinishCore, Recorder};
+use pilotage::engine::{ValidateRequest, ValidationCore};
+use pilotage::model::capabilities::{Capability, CapabilityDeclaration, SubFeature};
+use pilotage::model::declaration::Retention;
+use pilotage::model::guide::GuideSource;
 use serde_json::{json, Value};
 use support::{Conn, HttpServer, HttpStyle};
 

@@ -39,9 +39,9 @@ mod automation;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use pilotage::closed_sets::{RESERVED_CODES, RESERVED_STATUSES};
-use pilotage::errors::ErrorKind;
-use pilotage::language::Engine;
+use pilotage::engine::Engine;
+use pilotage::model::closed_sets::{RESERVED_CODES, RESERVED_STATUSES};
+use pilotage::model::errors::ErrorKind;
 use serde_json::{json, Value};
 
 use runner::binding::Surface;
@@ -323,7 +323,7 @@ async fn sql_every_reachable_member_has_both_cases() {
 #[tokio::test]
 async fn automation_every_reachable_member_has_both_cases() {
     let store = std::env::temp_dir().join(format!("pilotage-completeness-{}.sqlite", std::process::id()));
-    let runs = pilotage::store::SqliteRunStore::open(&store).expect("the run store opens");
+    let runs = pilotage::state::SqliteRunStore::open(&store).expect("the run store opens");
     let server = pilotage::Server::builder()
         .language(automation::Automation::new)
         .run_store(Arc::new(runs))

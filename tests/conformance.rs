@@ -83,7 +83,7 @@ impl Drop for TempStore {
 
 /// automation/v1 keeps runs for an hour ("PT1H") in a durable run store.
 fn automation_server(store: &TempStore) -> pilotage::Server {
-    let runs = pilotage::store::SqliteRunStore::open(&store.0).expect("the run store opens");
+    let runs = pilotage::state::SqliteRunStore::open(&store.0).expect("the run store opens");
     pilotage::Server::builder()
         .name("conformance", "0")
         .language(automation::Automation::new)

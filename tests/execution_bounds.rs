@@ -15,7 +15,7 @@ mod kit;
 use std::time::Duration;
 
 use kit::{assert_request_error, ctx, ids, Client, TempStore, ARG, VALIDATE};
-use pilotage::language::Limits;
+use pilotage::engine::Limits;
 use serde_json::{json, Value};
 
 /// `levels` loops nested in each other around one `set` step.

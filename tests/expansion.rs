@@ -128,7 +128,7 @@ fn redact_guide_digests(index: &mut Value) {
 }
 
 /// The closed sets the derives generated, as the runtime reads them.
-fn closed_sets(sets: &pilotage::closed_sets::ClosedSets) -> Value {
+fn closed_sets(sets: &pilotage::model::closed_sets::ClosedSets) -> Value {
     json!({
         "codes": sets.codes,
         "risk levels": sets.risks.iter().map(|r| json!({
@@ -149,7 +149,7 @@ fn closed_sets(sets: &pilotage::closed_sets::ClosedSets) -> Value {
 
 #[tokio::test]
 async fn workflow_tool_list_and_manifest() {
-    use pilotage::language::Engine;
+    use pilotage::engine::Engine;
 
     let server =
         pilotage::Server::builder().name("expansion", "0").language(workflow::Workflow::new).build().unwrap();
@@ -250,7 +250,7 @@ mod full {
 
         fn narrate_run(
             &self,
-            _run: &pilotage::trace::TraceFetchResponse,
+            _run: &pilotage::model::trace::TraceFetchResponse,
             _question: Option<&str>,
         ) -> Option<String> {
             None
@@ -290,7 +290,7 @@ mod full {
 
 #[test]
 fn full_language_spec() {
-    use pilotage::language::Engine;
+    use pilotage::engine::Engine;
 
     let mut spec = full::Workflow.language_spec().clone();
     for guide in &mut spec.guides {

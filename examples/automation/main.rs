@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, Context};
 use clap::Parser;
-use pilotage::store::SqliteRunStore;
+use pilotage::state::SqliteRunStore;
 use pilotage::Server;
 
 /// Serve the automation/v1 Pilotage Language over MCP.

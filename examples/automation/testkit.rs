@@ -12,17 +12,17 @@
 //! ```
 //!
 //! Every execute response a test receives goes through [`Client::execute`], which checks the
-//! trace against the plan with `pilotage::correspondence::check` (Part II §5.8.4) whenever the
+//! trace against the plan with `pilotage::model::correspondence::check` (Part II §5.8.4) whenever the
 //! run is an immediate run or a test run, and checks the installation trace of a deploy run.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use pilotage::language::Limits;
-use pilotage::store::SqliteRunStore;
-use pilotage::trace::Trace;
-use pilotage::validate::Plan;
+use pilotage::engine::Limits;
+use pilotage::model::plan::Plan;
+use pilotage::model::trace::Trace;
+use pilotage::state::SqliteRunStore;
 use pilotage::Server;
 use serde_json::{json, Value};
 
@@ -101,7 +101,7 @@ pub fn check_run(plan: &Plan, response: &Value, deploy: bool) {
         return;
     }
     let completed = response["outcome"]["ok"] == json!(true);
-    if let Err(problems) = pilotage::correspondence::check(plan, &trace, completed) {
+    if let Err(problems) = pilotage::model::correspondence::check(plan, &trace, completed) {
         panic!("the trace does not correspond to the plan: {problems:#?}\nplan: {plan:#?}\nresponse: {response:#}");
     }
 }

@@ -35,7 +35,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use pilotage::capabilities::{Capability, CapabilityDeclaration, SubFeature};
+use pilotage::model::capabilities::{Capability, CapabilityDeclaration, SubFeature};
 use pilotage::Server;
 
 /// Serve workflow/v1 and sql/sqlite-3 on one Pilotage server.

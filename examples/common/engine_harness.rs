@@ -10,10 +10,14 @@
 
 use std::sync::Arc;
 
-use pilotage::execute::{ExecuteRequest, FinishCore, Recorder};
-use pilotage::language::{Caller, Engine, ExecutionMode, LanguageSpec};
-use pilotage::trace::TraceStep;
-use pilotage::validate::{derive, Derivation, Diagnostic, Locator, Plan, ValidateRequest, ValidateResponse};
+use pilotage::engine::ValidateRequest;
+use pilotage::engine::{Caller, Engine, LanguageSpec};
+use pilotage::engine::{ExecuteRequest, FinishCore, Recorder};
+use pilotage::model::declaration::ExecutionMode;
+use pilotage::model::diagnostic::{Diagnostic, Locator};
+use pilotage::model::plan::{Plan, ValidateResponse};
+use pilotage::model::trace::TraceStep;
+use pilotage::testkit::{derive, Derivation};
 use serde_json::Value as Json;
 
 /// The caller of every request.

@@ -7,8 +7,8 @@
 // A server or test that hosts several engines includes this file once per engine.
 #![allow(clippy::duplicate_mod)]
 
-use pilotage::closed_sets::{DiagnosticCode, RiskLevel};
-use pilotage::validate::Validation;
+use pilotage::engine::Validation;
+use pilotage::model::closed_sets::{DiagnosticCode, RiskLevel};
 use serde_json::Value as Json;
 
 /// One finding with its code from the closed set `C`.

@@ -169,7 +169,7 @@ pub fn ptr(base: &str, token: impl std::fmt::Display) -> String {
 pub fn close<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
     let mut scored: Vec<(usize, &str)> = candidates
         .into_iter()
-        .map(|c| (pilotage::catalog::edit_distance(name, c), c))
+        .map(|c| (pilotage::engine::catalog::edit_distance(name, c), c))
         .filter(|(d, _)| *d <= 3)
         .collect();
     scored.sort();

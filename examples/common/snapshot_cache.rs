@@ -9,7 +9,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use pilotage::catalog::CatalogSnapshot;
+use pilotage::engine::CatalogSnapshot;
 
 /// Lock order: the cache, then the world (while building); a change releases the world before
 /// it takes the cache.

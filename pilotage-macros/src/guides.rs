@@ -19,7 +19,7 @@
 //!
 //! Whether the closed-sets guide names every member of the declared closed sets needs the
 //! enums' variants, which this macro cannot see: `language::expand` emits that check as
-//! constants the compiler evaluates (`pilotage_runtime::closed_sets::GuideSet`).
+//! constants the compiler evaluates (`pilotage_runtime::model::closed_sets::GuideSet`).
 
 use std::path::{Path, PathBuf};
 

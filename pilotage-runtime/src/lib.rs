@@ -1,45 +1,49 @@
-//! The runtime behind [pilotage](https://docs.rs/pilotage): the Pilotage model types, the
-//! protocol engine on rmcp, transports and run stores.
+//! The runtime behind [pilotage](https://docs.rs/pilotage): the Pilotage wire model, the engine
+//! API, the operations of the binding, the state kept between requests, the server on rmcp and
+//! its transports.
 //!
-//! Engine authors use it through the `pilotage` facade and its macros; the modules are named
-//! after the specification's nouns: [`manifest`], [`guides`], [`catalog`], [`validate`],
-//! [`execute`], [`trace`], [`errors`], [`transport`].
+//! Engine authors use it through the `pilotage` facade and its macros. One room per concept,
+//! each depending only on the rooms before it:
+//!
+//! | room | what |
+//! | --- | --- |
+//! | [`model`] | the wire types of Part II/III (manifest, guide, catalog entry, diagnostic, plan, outcome, trace, request error) with their JSON Schemas |
+//! | [`engine`] | what an engine author touches: the [`engine::Engine`] trait the macro implements, `Validation`, `Run`, `StepBuilder`, `Finish`, `Caller`, `Limits`, the catalog snapshot |
+//! | `ops` | one file per operation of the binding (learn, lookup, validate, execute, trace fetch, promote), each owning its eligibility checks and its reply |
+//! | [`state`] | sessions, run stores (memory, SQLite), idempotency claims, promotions, catalog histories |
+//! | [`server`] | the builder, the registry of tools, the rmcp handler that routes to the operations |
+//! | [`transport`] | stdio and Streamable HTTP |
 #![warn(missing_docs)]
 
-pub mod capabilities;
-pub mod catalog;
-pub mod closed_sets;
-pub mod correspondence;
-mod digest;
-mod dispatch;
-pub mod errors;
-pub mod execute;
-pub mod guides;
-mod idempotency;
-pub mod language;
-pub mod manifest;
-pub mod promotion;
-mod registry;
-pub mod risk;
-pub mod schema;
+pub mod model;
+
+pub mod engine;
+
+pub mod state;
+
+mod ops;
+
 pub mod server;
-mod session;
-pub mod store;
-pub mod trace;
+
 pub mod transport;
-pub mod validate;
 
 pub use server::{BuildError, Server, ServerBuilder};
 
+/// For engine authors' tests: the runtime's own derivation of a validate response from an
+/// engine's findings, so a test that calls the engine in process sees exactly what a client
+/// would.
+pub mod testkit {
+    pub use crate::ops::validate::{derive, Derivation};
+}
+
 /// The names an engine's code uses.
 pub mod prelude {
-    pub use crate::catalog::{CatalogEntry, CatalogSnapshot};
-    pub use crate::closed_sets::NoStatus;
-    pub use crate::execute::{Failure, Finish, Run};
-    pub use crate::language::{Caller, Limits};
-    pub use crate::risk::RiskHints;
+    pub use crate::engine::{Caller, CatalogSnapshot, Failure, Finish, Limits, Run, Validation};
+    pub use crate::model::catalog::CatalogEntry;
+    pub use crate::model::closed_sets::NoStatus;
+    pub use crate::model::diagnostic::TextRange;
+    pub use crate::model::risk::RiskHints;
     pub use crate::server::Server;
-    pub use crate::validate::{TextRange, Validation};
     pub use serde_json::{json, Value as Json};
 }
 
@@ -47,23 +51,29 @@ pub mod prelude {
 /// release.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::capabilities::{Capability, CapabilityDeclaration, SubFeature};
-    pub use crate::catalog::CatalogSnapshot;
-    pub use crate::closed_sets::{
+    pub use crate::engine::{
+        Caller, CatalogSnapshot, Engine, ExecuteRequest, Finish, FinishCore, LanguageSpec, Limits, LoopTools,
+        PlainToolSpec, Recorder, Run, ToolDecl, ValidateRequest, Validation, ValidationCore,
+    };
+    pub use crate::model::capabilities::{Capability, CapabilityDeclaration, SubFeature};
+    pub use crate::model::closed_sets::{
         ClosedSets, DiagnosticCode, EntryKind, GuideSet, KindMember, NoKind, NoStatus, RiskLevel, RiskMember,
         RunStatus, StatusMember,
     };
-    pub use crate::execute::{ExecuteRequest, Finish, FinishCore, Recorder, Run};
-    pub use crate::guides::{GuideLevel, GuideSource};
-    pub use crate::language::{
-        Caller, Engine, ExecutionMode, LanguageSpec, Limits, LocatorDialect, LoopTools, PlainToolSpec,
-        PromotionAuthority, Retention, ToolDecl, TraceLevel, TraceSubprogram,
+    pub use crate::model::declaration::{
+        ExecutionMode, LocatorDialect, PromotionAuthority, Retention, TraceLevel, TraceSubprogram,
     };
-    pub use crate::risk::RiskHints;
-    pub use crate::trace::TraceFetchResponse;
-    pub use crate::validate::{ValidateRequest, Validation, ValidationCore};
+    pub use crate::model::guide::{GuideLevel, GuideSource};
+    pub use crate::model::risk::RiskHints;
+    pub use crate::model::trace::TraceFetchResponse;
     pub use futures::future::BoxFuture;
     pub use serde_json;
     pub use std::sync::{Arc, OnceLock};
     pub use std::time::Duration;
 }
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(test)]
+mod layout_tests;

@@ -5,9 +5,10 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use pilotage::catalog::CatalogSnapshot;
-use pilotage::execute::{ExecuteRequest, Recorder};
-use pilotage::language::{Caller, ExecutionMode};
+use pilotage::engine::Caller;
+use pilotage::engine::CatalogSnapshot;
+use pilotage::engine::{ExecuteRequest, Recorder};
+use pilotage::model::declaration::ExecutionMode;
 use pilotage::prelude::*;
 
 #[path = "../../common/admin_args.rs"]
@@ -164,11 +165,11 @@ pub fn emit(
     for rule in rules {
         let mut entries = snapshot.entries().to_vec();
         entries.extend(rule.routines.values().map(|(_, e)| e.clone()));
-        let bodies: BTreeMap<String, pilotage::promotion::SubProgram> = rule
+        let bodies: BTreeMap<String, pilotage::engine::SubProgram> = rule
             .routines
             .iter()
             .map(|(k, (b, _))| {
-                (k.clone(), pilotage::promotion::SubProgram { body: b.clone(), drifted: Vec::new() })
+                (k.clone(), pilotage::engine::SubProgram { body: b.clone(), drifted: Vec::new() })
             })
             .collect();
         let request = ExecuteRequest {

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pilotage::catalog::CatalogSnapshot;
+use pilotage::engine::CatalogSnapshot;
 use pilotage::prelude::*;
 use serde_json::Map;
 

@@ -11,11 +11,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use pilotage::catalog::CatalogSnapshot;
-use pilotage::execute::Failure;
-use pilotage::language::{Caller, ExecutionMode};
+use pilotage::engine::Caller;
+use pilotage::engine::CatalogSnapshot;
+use pilotage::engine::Failure;
+use pilotage::engine::ValidateRequest;
+use pilotage::model::declaration::ExecutionMode;
 use pilotage::prelude::*;
-use pilotage::validate::ValidateRequest;
 use serde_json::Map;
 
 use super::check;
@@ -587,7 +588,9 @@ impl Exec<'_, '_> {
         let mut v = Validation::<AutoCode, AutoRisk>::new(&request);
         check::validate(body, &mut v);
         let core = v.finish();
-        if let Some(d) = core.diagnostics.iter().find(|d| d.severity == pilotage::validate::Severity::Error) {
+        if let Some(d) =
+            core.diagnostics.iter().find(|d| d.severity == pilotage::model::diagnostic::Severity::Error)
+        {
             return Some(format!("its body no longer validates against the catalog ({})", d.message));
         }
         let body_risk = RiskHints::aggregate(core.steps.iter().map(|s| s.risk_hints));

@@ -186,7 +186,7 @@ impl Automation {
 
     fn narrate_run(
         &self,
-        run: &pilotage::trace::TraceFetchResponse,
+        run: &pilotage::model::trace::TraceFetchResponse,
         question: Option<&str>,
     ) -> Option<String> {
         Some(narrate::narrate(run, question))

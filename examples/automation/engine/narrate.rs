@@ -1,14 +1,14 @@
 //! Narration on the trace fetch door (`trace_fetch.narrate`): deterministic prose built from
 //! the recorded facts, beside them. It is interpretation, never instead of the envelope.
 
-use pilotage::trace::TraceFetchResponse;
+use pilotage::model::trace::TraceFetchResponse;
 
 /// The prose for a fetched run, answering `question` when one is given.
 pub fn narrate(run: &TraceFetchResponse, question: Option<&str>) -> String {
     let steps = &run.trace.steps;
     let calls: Vec<&str> = steps.iter().filter_map(|s| s.calls.as_deref()).collect();
     let is_loop_decision = |took: &str| took == "continue" || took == "exit";
-    let decided = |s: &&pilotage::trace::TraceStep, looped: bool| {
+    let decided = |s: &&pilotage::model::trace::TraceStep, looped: bool| {
         s.decisions.as_ref().is_some_and(|d| d.iter().any(|x| is_loop_decision(&x.took) == looped))
     };
     let branches = steps.iter().filter(|s| decided(s, false)).count();

@@ -2,11 +2,12 @@
 //! rules install, and their test runs correspond to their plans), and the closed codes fire
 //! where the closed-sets guide says.
 
-use pilotage::correspondence;
-use pilotage::execute::FinishCore;
-use pilotage::language::{Engine, ExecutionMode};
-use pilotage::trace::{Trace, TraceLevelWire, TraceStep};
-use pilotage::validate::ValidateResponse;
+use pilotage::engine::Engine;
+use pilotage::engine::FinishCore;
+use pilotage::model::correspondence;
+use pilotage::model::declaration::ExecutionMode;
+use pilotage::model::plan::ValidateResponse;
+use pilotage::model::trace::{Trace, TraceLevelWire, TraceStep};
 
 #[allow(dead_code)] // each engine's tests use their part of it
 #[path = "../../common/engine_harness.rs"]

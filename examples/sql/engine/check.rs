@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 use std::sync::Mutex;
 
-use pilotage::catalog::edit_distance;
+use pilotage::engine::catalog::edit_distance;
 use pilotage::prelude::*;
 use sqlparser::ast::Spanned;
 use sqlparser::ast::{

@@ -8,9 +8,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use pilotage::execute::Failure;
+use pilotage::engine::Failure;
+use pilotage::engine::ValidateRequest;
 use pilotage::prelude::*;
-use pilotage::validate::ValidateRequest;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::ErrorCode;
 

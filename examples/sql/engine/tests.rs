@@ -2,8 +2,10 @@
 //! the closed sets are enumerated by the closed-sets guide, codes fire at exact ranges, plans
 //! and traces share their identifiers, failures roll back.
 
-use pilotage::language::{Engine, ExecutionMode};
-use pilotage::validate::{Locator, ValidateResponse};
+use pilotage::engine::Engine;
+use pilotage::model::declaration::ExecutionMode;
+use pilotage::model::diagnostic::Locator;
+use pilotage::model::plan::ValidateResponse;
 
 #[allow(dead_code)] // each engine's tests use their part of it
 #[path = "../../common/engine_harness.rs"]

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use pilotage::closed_sets::{EntryKind, RiskLevel};
+use pilotage::model::closed_sets::{EntryKind, RiskLevel};
 use pilotage::prelude::*;
 
 use super::program::{
@@ -173,7 +173,7 @@ impl Checker<'_> {
             if let Some(id) = &step.id {
                 let id_path = ptr(&step.path, "id");
                 self.ids.push((id.clone(), id_path.clone()));
-                if !is_step_id(id) && pilotage::validate::reserved_char(id).is_none() {
+                if !is_step_id(id) && pilotage::model::diagnostic::reserved_char(id).is_none() {
                     self.report(
                         Finding::error(
                             WfCode::MalformedStep,

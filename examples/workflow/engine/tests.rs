@@ -1,8 +1,10 @@
 //! Engine-level tests: every guide example validates (and the runnable ones succeed), the
 //! closed codes fire where documented, the plan and the trace follow Part II §5.6-§5.8.
 
-use pilotage::language::{Engine, ExecutionMode};
-use pilotage::validate::{Severity, ValidateResponse};
+use pilotage::engine::Engine;
+use pilotage::model::declaration::ExecutionMode;
+use pilotage::model::diagnostic::Severity;
+use pilotage::model::plan::ValidateResponse;
 
 #[allow(dead_code)] // each engine's tests use their part of it
 #[path = "../../common/engine_harness.rs"]

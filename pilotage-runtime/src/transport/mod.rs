@@ -17,6 +17,39 @@ pub mod stdio;
 pub use self::http::{mcp_service, serve_http, HttpOptions};
 pub use self::stdio::{serve_lines, serve_stdio};
 
+use std::net::SocketAddr;
+
+use crate::server::Server;
+
+/// Serving a built [`Server`] over each transport.
+impl Server {
+    /// Serve MCP over stdin/stdout until the client disconnects.
+    pub async fn serve_stdio(&self) -> std::io::Result<()> {
+        stdio::serve_stdio(self.handler()).await
+    }
+
+    /// Serve MCP over any byte stream pair (tests use `tokio::io::duplex`).
+    pub async fn serve_lines<R, W>(&self, reader: R, writer: W) -> std::io::Result<()>
+    where
+        R: tokio::io::AsyncRead + Unpin + Send + 'static,
+        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        stdio::serve_lines(self.handler(), reader, writer).await
+    }
+
+    /// An axum router serving Streamable HTTP at its root; mount it with `nest_service`.
+    pub fn router(&self, options: HttpOptions) -> axum::Router {
+        let server = self.clone();
+        http::mcp_service(move || server.handler(), options)
+    }
+
+    /// Serve Streamable HTTP at `http://addr/mcp` until ctrl-c.
+    pub async fn serve_http(&self, addr: SocketAddr, options: HttpOptions) -> std::io::Result<()> {
+        let server = self.clone();
+        http::serve_http(move || server.handler(), addr, options).await
+    }
+}
+
 /// The JSON-RPC error object sent for input that is not JSON at all.
 ///
 /// Such input has no id to reply to, so `id` is `null`.

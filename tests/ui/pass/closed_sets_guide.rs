@@ -3,7 +3,7 @@
 //! punctuation. The same const functions the macro evaluates are exercised here at run time.
 
 use pilotage::__private::GuideSet;
-use pilotage::language::Engine;
+use pilotage::engine::Engine;
 use pilotage::prelude::*;
 
 #[derive(Clone, Copy, pilotage::Codes)]

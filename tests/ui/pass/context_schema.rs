@@ -1,9 +1,9 @@
 //! Rule 15 holds by construction: every validate method receives the validated context through
 //! `Validation::context()`, so a Language with `context_schema` needs no other method shape.
 
-use pilotage::language::Engine;
+use pilotage::engine::Engine;
 use pilotage::prelude::*;
-use pilotage::validate::ValidateRequest;
+use pilotage::engine::ValidateRequest;
 
 #[derive(Clone, Copy, pilotage::Codes)]
 enum Code {

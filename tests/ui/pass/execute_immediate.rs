@@ -1,8 +1,9 @@
 //! Execution mode `immediate`: an async execute method with engine statuses, a duration
 //! retention and `plan`, whose closed-sets guide names the risk levels and every status.
 
-use pilotage::execute::{ExecuteRequest, Recorder};
-use pilotage::language::{Engine, ExecutionMode, Retention};
+use pilotage::engine::{ExecuteRequest, Recorder};
+use pilotage::engine::Engine;
+use pilotage::model::declaration::{ExecutionMode, Retention};
 use pilotage::prelude::*;
 
 #[derive(Clone, Copy, pilotage::Codes)]

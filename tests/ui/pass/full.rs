@@ -2,11 +2,12 @@
 
 use std::sync::Arc;
 
-use pilotage::closed_sets::RiskLevel;
-use pilotage::execute::{ExecuteRequest, Recorder};
-use pilotage::language::{Engine, ExecutionMode, Retention};
+use pilotage::model::closed_sets::RiskLevel;
+use pilotage::engine::{ExecuteRequest, Recorder};
+use pilotage::engine::Engine;
+use pilotage::model::declaration::{ExecutionMode, Retention};
 use pilotage::prelude::*;
-use pilotage::validate::ValidateRequest;
+use pilotage::engine::ValidateRequest;
 
 #[derive(Clone, Copy, Debug, pilotage::Codes)]
 enum WfCode {
@@ -82,7 +83,7 @@ impl Workflow {
         self.snapshot.clone()
     }
 
-    fn narrate_run(&self, run: &pilotage::trace::TraceFetchResponse, question: Option<&str>) -> Option<String> {
+    fn narrate_run(&self, run: &pilotage::model::trace::TraceFetchResponse, question: Option<&str>) -> Option<String> {
         Some(format!("run {} ended {}; asked: {}", run.run_id, run.outcome.status(), question.unwrap_or("nothing")))
     }
 

@@ -1,6 +1,6 @@
 //! The smallest Language: guides and validate only.
 
-use pilotage::language::Engine;
+use pilotage::engine::Engine;
 use pilotage::prelude::*;
 
 #[derive(Clone, Copy, pilotage::Codes)]
@@ -55,7 +55,7 @@ fn main() {
     assert!(spec.plain_tools.is_empty());
     assert!(engine.catalog_snapshot(&Caller::new("me")).is_none());
 
-    let request = pilotage::validate::ValidateRequest {
+    let request = pilotage::engine::ValidateRequest {
         program: std::sync::Arc::new(json!([1])),
         context: None,
         catalog: None,

@@ -1,7 +1,8 @@
 //! A synchronous execute method, default statuses, text-range locator, session retention.
 
-use pilotage::execute::{ExecuteRequest, Recorder};
-use pilotage::language::{Engine, ExecutionMode, Retention};
+use pilotage::engine::{ExecuteRequest, Recorder};
+use pilotage::engine::Engine;
+use pilotage::model::declaration::{ExecutionMode, Retention};
 use pilotage::prelude::*;
 
 #[derive(Clone, Copy, pilotage::Codes)]

@@ -1,0 +1,105 @@
+//! One step being recorded: [`StepBuilder`], returned by [`Run::step`](super::run::Run::step).
+
+use std::marker::PhantomData;
+use std::time::Instant;
+
+use serde_json::Value;
+
+use super::finish::Failure;
+use super::recorder::Recorder;
+use crate::model::closed_sets::RunStatus;
+use crate::model::outcome::Outcome;
+use crate::model::trace::TraceStep;
+
+/// A step recorded before its work finished; see [`StepBuilder::open`].
+#[derive(Debug)]
+#[must_use = "end the step with Run::finish_step"]
+pub struct OpenStep {
+    pub(super) index: Option<usize>,
+    pub(super) started: Instant,
+}
+
+/// A step being recorded; end it with [`StepBuilder::succeeded`] or [`StepBuilder::failed`].
+#[must_use = "finish the step with succeeded() or failed()"]
+pub struct StepBuilder<'r, S: RunStatus> {
+    recorder: &'r Recorder,
+    id: String,
+    calls: Option<String>,
+    input: Option<Value>,
+    output: Option<Value>,
+    started: Instant,
+    _status: PhantomData<S>,
+}
+
+impl<'r, S: RunStatus> StepBuilder<'r, S> {
+    /// A builder for step `id`, recording into `recorder` (see `Run::step`).
+    pub(super) fn new(recorder: &'r Recorder, id: &str) -> Self {
+        StepBuilder {
+            recorder,
+            id: id.to_owned(),
+            calls: None,
+            input: None,
+            output: None,
+            started: Instant::now(),
+            _status: PhantomData,
+        }
+    }
+}
+
+impl<S: RunStatus> StepBuilder<'_, S> {
+    /// The entry this step invokes.
+    pub fn calls(mut self, entry: impl Into<String>) -> Self {
+        self.calls = Some(entry.into());
+        self
+    }
+    /// The step's input.
+    pub fn input(mut self, v: Value) -> Self {
+        self.input = Some(v);
+        self
+    }
+    /// The step's output.
+    pub fn output(mut self, v: Value) -> Self {
+        self.output = Some(v);
+        self
+    }
+    fn record(self, outcome: Outcome) {
+        let t_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let mut st = self.recorder.state();
+        let qid = st.qualified(&self.id);
+        st.push(TraceStep {
+            id: qid,
+            calls: self.calls,
+            input: Some(self.input.unwrap_or(Value::Null)),
+            output: Some(self.output.unwrap_or(Value::Null)),
+            outcome,
+            t_ms: Some(t_ms),
+            decisions: None,
+        });
+    }
+    /// Record the step now, before the work it stands for (a sub-program call whose internal
+    /// entries follow it keeps its place in execution order); end it with [`Run::finish_step`].
+    pub fn open(self) -> OpenStep {
+        let started = self.started;
+        let mut st = self.recorder.state();
+        let qid = st.qualified(&self.id);
+        let index = st.push(TraceStep {
+            id: qid,
+            calls: self.calls,
+            input: Some(self.input.unwrap_or(Value::Null)),
+            output: Some(Value::Null),
+            outcome: Outcome::success(),
+            t_ms: None,
+            decisions: None,
+        });
+        OpenStep { index, started }
+    }
+
+    /// The step succeeded.
+    pub fn succeeded(self) {
+        self.record(Outcome::success());
+    }
+    /// The step failed with `failure`.
+    pub fn failed(self, failure: Failure<S>, error: impl Into<String>) {
+        self.record(Outcome::failure(failure.wire(), error));
+    }
+}

@@ -1,0 +1,157 @@
+//! The validate side an engine writes to (Part II §6.4): the typed [`Validation`] sink.
+//!
+//! The engine reports facts (findings, plan steps, references); the runtime derives the
+//! verdicts: `valid` from the severities, `max_risk` and `max_risk_hints` from the steps,
+//! `catalog_version` from the snapshot.
+
+use std::collections::BTreeSet;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::caller::Caller;
+use super::catalog::CatalogSnapshot;
+use crate::model::closed_sets::{DiagnosticCode, RiskLevel, RiskMember};
+use crate::model::diagnostic::{reserved_char, Diagnostic, Locator, Severity};
+use crate::model::plan::PlanStep;
+
+/// What an engine's validate method receives (cheap to clone).
+#[derive(Clone, Debug)]
+pub struct ValidateRequest {
+    /// The program.
+    pub program: Arc<Value>,
+    /// Context that passed the context checks (`None` otherwise).
+    pub context: Option<Arc<Value>>,
+    /// The caller's snapshot, for catalog-bearing Languages.
+    pub catalog: Option<Arc<CatalogSnapshot>>,
+    /// Who is asking.
+    pub caller: Caller,
+}
+
+/// Untyped engine findings, produced by [`Validation::finish`].
+#[derive(Clone, Debug, Default)]
+pub struct ValidationCore {
+    /// Findings.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Plan steps.
+    pub steps: Vec<PlanStep>,
+    /// Referenced catalog entries.
+    pub references: Vec<String>,
+    /// The risk-level set (to name `max_risk`).
+    pub risks: &'static [RiskMember],
+    /// Step ids already reported for reserved characters.
+    pub reported_ids: BTreeSet<String>,
+    /// Set when the validator hit one of its own resource bounds.
+    pub bound_exceeded: Option<String>,
+}
+
+/// The typed validation sink an engine's validate method writes to.
+///
+/// Codes are `C` and risk levels `R`, so a value outside the Language's closed sets cannot be
+/// written. The engine states facts; the runtime derives `valid`, `max_risk_hints` and the rest.
+pub struct Validation<C: DiagnosticCode, R: RiskLevel> {
+    request: ValidateRequest,
+    core: ValidationCore,
+    _sets: PhantomData<(C, R)>,
+}
+
+impl<C: DiagnosticCode, R: RiskLevel> Validation<C, R> {
+    /// A sink for `request`.
+    pub fn new(request: &ValidateRequest) -> Self {
+        Validation {
+            request: request.clone(),
+            core: ValidationCore { risks: R::MEMBERS, ..ValidationCore::default() },
+            _sets: PhantomData,
+        }
+    }
+    /// The caller's catalog snapshot (catalog-bearing Languages).
+    pub fn catalog(&self) -> Option<&CatalogSnapshot> {
+        self.request.catalog.as_deref()
+    }
+    /// The caller's catalog snapshot as a shared handle, to read while reporting.
+    pub fn snapshot(&self) -> Option<Arc<CatalogSnapshot>> {
+        self.request.catalog.clone()
+    }
+    /// The validated context, when supplied and well-formed.
+    pub fn context(&self) -> Option<&Value> {
+        self.request.context.as_deref()
+    }
+    /// Who is asking.
+    pub fn caller(&self) -> &Caller {
+        &self.request.caller
+    }
+    /// Report an error.
+    pub fn error(
+        &mut self,
+        code: C,
+        path: impl Into<Locator>,
+        message: impl Into<String>,
+    ) -> &mut Diagnostic {
+        self.push(Severity::Error, code.wire(), path, message)
+    }
+    /// Report a warning.
+    pub fn warning(
+        &mut self,
+        code: C,
+        path: impl Into<Locator>,
+        message: impl Into<String>,
+    ) -> &mut Diagnostic {
+        self.push(Severity::Warning, code.wire(), path, message)
+    }
+    /// Report an error with the reserved catch-all code `constraint`.
+    pub fn constraint(&mut self, path: impl Into<Locator>, message: impl Into<String>) -> &mut Diagnostic {
+        self.push(Severity::Error, "constraint", path, message)
+    }
+    fn push(
+        &mut self,
+        severity: Severity,
+        code: &str,
+        path: impl Into<Locator>,
+        message: impl Into<String>,
+    ) -> &mut Diagnostic {
+        self.core.diagnostics.push(Diagnostic::new(severity, code, path, message));
+        let last = self.core.diagnostics.len() - 1;
+        &mut self.core.diagnostics[last]
+    }
+    /// Check a program step identifier for the reserved `#` and `/` (Part II §3.4), reporting a
+    /// `constraint` error at `path` when present. Returns whether the id is usable.
+    pub fn step_id(&mut self, id: &str, path: impl Into<Locator>) -> bool {
+        match reserved_char(id) {
+            None => true,
+            Some(c) => {
+                self.core.reported_ids.insert(id.to_owned());
+                self.constraint(
+                    path,
+                    format!("step identifier '{id}' contains the reserved character '{c}'"),
+                )
+                .hint("step identifiers may not contain '#' or '/': rename the step");
+                false
+            }
+        }
+    }
+    /// Add a plan step.
+    pub fn step(&mut self, id: impl Into<String>, risk: R) -> &mut PlanStep {
+        self.core.steps.push(PlanStep::new(id, risk));
+        let last = self.core.steps.len() - 1;
+        &mut self.core.steps[last]
+    }
+    /// Record a referenced catalog entry (used for `references` when `plan` is undeclared).
+    pub fn reference(&mut self, entry: impl Into<String>) {
+        self.core.references.push(entry.into());
+    }
+    /// Stop: validating this program would exceed one of the validator's own resource bounds
+    /// (nesting its parser cannot take, expansion past a limit). The request then ends with the
+    /// `bounds_exceeded` request error (Part II §10.1), not with diagnostics.
+    pub fn bound_exceeded(&mut self, message: impl Into<String>) {
+        self.core.bound_exceeded = Some(message.into());
+    }
+    /// Whether an error has been reported so far.
+    pub fn has_errors(&self) -> bool {
+        self.core.diagnostics.iter().any(|d| d.severity == Severity::Error)
+    }
+    /// Hand the findings to the runtime.
+    pub fn finish(self) -> ValidationCore {
+        self.core
+    }
+}

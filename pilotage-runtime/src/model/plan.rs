@@ -1,0 +1,99 @@
+//! Plans (Part II §5.6) and the validate response (Part II §6.4).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::closed_sets::RiskLevel;
+use super::diagnostic::Diagnostic;
+use super::risk::RiskHints;
+
+/// The `{branch, label}` of a step inside a branch arm.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Arm {
+    /// The branch step id.
+    pub branch: String,
+    /// The arm label (equal to the trace decision's `took`).
+    pub label: String,
+}
+
+/// One plan step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PlanStep {
+    /// Program step identifier.
+    pub id: String,
+    /// The invoked entry; absent for control flow.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calls: Option<String>,
+    /// The enclosing arm.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arm: Option<Arm>,
+    /// The innermost enclosing loop.
+    #[serde(rename = "loop", skip_serializing_if = "Option::is_none")]
+    pub in_loop: Option<String>,
+    /// Engine-defined risk of this use.
+    pub risk: String,
+    /// Its hints.
+    pub risk_hints: RiskHints,
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub(crate) rank: usize,
+}
+
+impl PlanStep {
+    /// A plan step with risk level `risk`.
+    pub fn new<R: RiskLevel>(id: impl Into<String>, risk: R) -> Self {
+        PlanStep {
+            id: id.into(),
+            calls: None,
+            arm: None,
+            in_loop: None,
+            risk: risk.wire().to_owned(),
+            risk_hints: risk.hints(),
+            rank: risk.rank(),
+        }
+    }
+    /// The entry this step invokes.
+    pub fn calls(&mut self, entry: impl Into<String>) -> &mut Self {
+        self.calls = Some(entry.into());
+        self
+    }
+    /// The arm that contains this step.
+    pub fn arm(&mut self, branch: impl Into<String>, label: impl Into<String>) -> &mut Self {
+        self.arm = Some(Arm { branch: branch.into(), label: label.into() });
+        self
+    }
+    /// The innermost loop that contains this step.
+    pub fn in_loop(&mut self, loop_id: impl Into<String>) -> &mut Self {
+        self.in_loop = Some(loop_id.into());
+        self
+    }
+}
+
+/// The plan of a valid program.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Plan {
+    /// Steps in expected execution order.
+    pub steps: Vec<PlanStep>,
+    /// The highest engine-defined risk among the steps.
+    pub max_risk: String,
+    /// AND/OR aggregate of the steps' hints.
+    pub max_risk_hints: RiskHints,
+}
+
+/// The `validate` response.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ValidateResponse {
+    /// No error-severity diagnostic.
+    pub valid: bool,
+    /// Every finding (always present).
+    pub diagnostics: Vec<Diagnostic>,
+    /// The snapshot validated against, for catalog-bearing Languages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub catalog_version: Option<String>,
+    /// The plan, when `plan` is declared and the program is valid.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Plan>,
+    /// Referenced entries, when `catalog` is declared without `plan`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub references: Option<Vec<String>>,
+}

@@ -1,0 +1,233 @@
+//! Steps 2-5 of the execute processing order (Part II §6.5.2) on a well-formed request: catalog
+//! drift, re-validation (inline) or the promotion baseline and input binding (`program_ref`),
+//! then the bounded engine call, the outcome, retention and the inline trace.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::well_formed::{Runnable, WellFormed};
+use crate::engine::{CatalogSnapshot, ExecuteRequest, FinishCore, Recorder};
+use crate::model::declaration::{Retention, TraceLevel};
+use crate::model::diagnostic::Diagnostic;
+use crate::model::outcome::{ExecuteResponse, Outcome};
+use crate::model::trace::{render_steps, Trace, TraceStep};
+use crate::ops::validate::{check_context, run_validation};
+use crate::ops::{str_arg, Args, Ctx, OpResult};
+use crate::state::runs::{RunRecord, RunStore};
+
+/// Run a well-formed request: a refusal (not started) or a started Run's response.
+pub(crate) async fn run_checked(
+    ctx: Ctx<'_>,
+    args: &Args,
+    checked: WellFormed<'_>,
+) -> OpResult<ExecuteResponse> {
+    let run_id = new_run_id();
+    let snapshot = ctx.snapshot()?;
+    if let (Some(expected), Some(snap)) = (str_arg(args, "expected_catalog_version"), &snapshot) {
+        if expected != snap.version() {
+            return Ok(refused(run_id, Outcome::failure("catalog_drift", "catalog version mismatch"), None));
+        }
+    }
+    let program = match admit(ctx, args, &checked.runnable, snapshot.clone()).await? {
+        Ok(program) => program,
+        Err((outcome, diagnostics)) => return Ok(refused(run_id, outcome, diagnostics)),
+    };
+    let request = ExecuteRequest {
+        run_id: run_id.clone(),
+        program,
+        input: args.get("input").map(|v| Arc::new(v.clone())),
+        context: args.get("context").map(|v| Arc::new(v.clone())),
+        promoted: Arc::new(ctx.session.promoted_bodies(ctx.index, snapshot.as_deref())),
+        catalog: snapshot,
+        caller: ctx.session.caller.clone(),
+        mode: checked.mode,
+        test_run: checked.test_run,
+    };
+    let recorder = Recorder::new(ctx.lang.limits.max_steps);
+    let ended = call_engine(ctx, request, recorder.clone()).await;
+    let findings = recorder.input_findings();
+    if !findings.is_empty() && !recorder.started() {
+        return Ok(refused(
+            run_id,
+            Outcome::failure("validation_error", "the input failed binding"),
+            Some(findings),
+        ));
+    }
+    let (outcome, output) = classify(ctx, ended, &recorder, !findings.is_empty())?;
+    let steps = recorder.steps();
+    retain(
+        ctx,
+        &checked,
+        RunRecord {
+            run_id: run_id.clone(),
+            owner: ctx.session.caller.id.to_string(),
+            language: ctx.lang.spec.name.to_owned(),
+            outcome: outcome.clone(),
+            output: output.clone(),
+            level: checked.ceiling,
+            steps: render_steps(&steps, checked.ceiling),
+            stats: None,
+        },
+    );
+    let trace = checked.effective_level.map(|level| inline_trace(&run_id, &steps, level));
+    Ok(ExecuteResponse { run_id, outcome, output, diagnostics: None, trace })
+}
+
+/// A refusal: why the program may not run, with its diagnostics where there are some.
+type Refusal = (Outcome, Option<Vec<Diagnostic>>);
+
+/// Steps 3 and 4: the program to run, or the refusal. An inline program is re-validated
+/// exactly as validate does; a promoted one is checked against its baseline and its input and
+/// context bound.
+async fn admit(
+    ctx: Ctx<'_>,
+    args: &Args,
+    runnable: &Runnable<'_>,
+    snapshot: Option<Arc<CatalogSnapshot>>,
+) -> OpResult<Result<Arc<Value>, Refusal>> {
+    let context = args.get("context");
+    match runnable {
+        Runnable::Inline(program) => {
+            let verdict = run_validation(ctx, snapshot, program, context).await?;
+            if !verdict.valid {
+                let outcome = Outcome::failure("validation_error", "the program failed validation");
+                return Ok(Err((outcome, Some(verdict.diagnostics))));
+            }
+            Ok(Ok(Arc::new((*program).clone())))
+        }
+        Runnable::Promoted(p) => {
+            let drifted = snapshot.as_deref().map(|s| p.drift(s)).unwrap_or_default();
+            if !drifted.is_empty() {
+                let why = format!(
+                    "referenced entries changed since promotion: {}; promote the program again",
+                    drifted.join(", ")
+                );
+                return Ok(Err((Outcome::failure("promotion_drift", why), None)));
+            }
+            let mut findings = check_context(ctx.lang.context_validator.as_ref(), context);
+            findings.extend(p.bind_input(args.get("input")));
+            if !findings.is_empty() {
+                let outcome = Outcome::failure("validation_error", "the input or context failed binding");
+                return Ok(Err((outcome, Some(findings))));
+            }
+            Ok(Ok(p.body.clone()))
+        }
+    }
+}
+
+/// How the engine call ended.
+enum Ended {
+    /// The time bound ran out.
+    TimedOut,
+    /// The engine panicked.
+    Panicked,
+    /// The engine's own finish.
+    Finished(FinishCore),
+}
+
+/// The engine's execute method on its own task, so the time bound holds even against an engine
+/// that never yields; a timed-out run is told to stop (`Run::should_stop`) and aborted at its
+/// next await.
+async fn call_engine(ctx: Ctx<'_>, request: ExecuteRequest, recorder: Recorder) -> Ended {
+    let engine = ctx.engine();
+    let task = {
+        let recorder = recorder.clone();
+        tokio::spawn(async move { engine.execute_program(&request, recorder).await })
+    };
+    let abort = task.abort_handle();
+    match tokio::time::timeout(ctx.lang.limits.execute_time, task).await {
+        Err(_) => {
+            recorder.cancel();
+            abort.abort();
+            Ended::TimedOut
+        }
+        Ok(Err(e)) => {
+            tracing::error!(language = ctx.lang.spec.name, error = %e, "the engine failed");
+            Ended::Panicked
+        }
+        Ok(Ok(finish)) => Ended::Finished(finish),
+    }
+}
+
+/// The started Run's outcome and output (only when ok), from how the engine ended and what the
+/// recorder saw; an engine that failed before any step is an internal request error.
+fn classify(
+    ctx: Ctx<'_>,
+    ended: Ended,
+    recorder: &Recorder,
+    late_findings: bool,
+) -> OpResult<(Outcome, Option<Value>)> {
+    let limits = ctx.lang.limits;
+    Ok(match ended {
+        Ended::TimedOut => (
+            Outcome::failure(
+                "partial",
+                format!("execution exceeded its time bound of {:?}", limits.execute_time),
+            ),
+            None,
+        ),
+        Ended::Panicked if !recorder.started() => {
+            return Err(crate::model::errors::RequestError::internal(
+                "the engine failed before execution began",
+            ))
+        }
+        Ended::Panicked => (Outcome::failure("error", "the engine failed during execution"), None),
+        Ended::Finished(_) if recorder.exceeded() => (
+            Outcome::failure(
+                "partial",
+                format!("execution exceeded its bound of {} steps", limits.max_steps),
+            ),
+            None,
+        ),
+        Ended::Finished(_) if late_findings => {
+            (Outcome::failure("error", "the input failed binding after execution began"), None)
+        }
+        Ended::Finished(finish) => {
+            let output = if finish.outcome.ok() { finish.output } else { None };
+            match ctx.lang.spec.sets.status(finish.outcome.status()) {
+                Some(_) => (finish.outcome, output),
+                None => {
+                    let why = format!("engine reported an undeclared status '{}'", finish.outcome.status());
+                    (Outcome::failure("error", why), None)
+                }
+            }
+        }
+    })
+}
+
+/// Keep the record where the Language's retention says (or where `store` asks).
+fn retain(ctx: Ctx<'_>, checked: &WellFormed<'_>, record: RunRecord) {
+    let retention = &checked.retention;
+    let keep = match checked.store_flag {
+        Some(flag) => flag,
+        None => *retention != Retention::None && !(*retention == Retention::Session && ctx.session.stateless),
+    };
+    if !keep {
+        return;
+    }
+    let run_id = record.run_id.clone();
+    let stored = match retention {
+        Retention::Duration { length, .. } => match &ctx.stores.durable {
+            Some(store) => store.put(record, *length),
+            None => Err("no durable run store is configured".to_owned()),
+        },
+        _ => ctx.session.runs.put(record, std::time::Duration::MAX),
+    };
+    if let Err(e) = stored {
+        tracing::error!(run_id, error = %e, "could not retain run record");
+    }
+}
+
+fn inline_trace(run_id: &str, steps: &[TraceStep], level: TraceLevel) -> Trace {
+    Trace { run_id: run_id.to_owned(), level: level.into(), steps: render_steps(steps, level), stats: None }
+}
+
+fn new_run_id() -> String {
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    format!("run_{}", &id[..16])
+}
+
+fn refused(run_id: String, outcome: Outcome, diagnostics: Option<Vec<Diagnostic>>) -> ExecuteResponse {
+    ExecuteResponse { run_id, outcome, output: None, diagnostics, trace: None }
+}

@@ -1,0 +1,123 @@
+//! The operations of the binding (Part III §4), one file each: [`learn`] (manifest and guides),
+//! [`lookup`] (catalog), [`validate`], [`execute`], [`trace_fetch`], [`promote`], and the
+//! [`plain`] tools beside the loop. Each owns its eligibility checks (request errors on their
+//! channel) and its reply, calls engines through [`crate::engine`] and keeps state through
+//! [`crate::state`]. The server only routes to them.
+
+pub(crate) mod execute;
+pub(crate) mod learn;
+pub(crate) mod lookup;
+pub(crate) mod plain;
+pub(crate) mod promote;
+pub(crate) mod trace_fetch;
+pub(crate) mod validate;
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::engine::{CatalogSnapshot, Engine, LanguageSpec, Limits};
+use crate::model::capabilities::{Capability, CapabilityDeclaration};
+use crate::model::errors::RequestError;
+use crate::state::session::Session;
+use crate::state::Stores;
+
+/// The arguments of one `tools/call`.
+pub(crate) type Args = Map<String, Value>;
+
+/// An operation's value or its request error.
+pub(crate) type OpResult<T> = Result<T, RequestError>;
+
+/// One hosted Language as the operations see it: its declaration, the effective capability map
+/// (server defaults merged in), the bounds in force and the compiled context schema.
+pub(crate) struct Hosted {
+    pub spec: &'static LanguageSpec,
+    pub effective: CapabilityDeclaration,
+    pub limits: Limits,
+    pub context_validator: Option<jsonschema::Validator>,
+}
+
+/// What an operation on one Language is handed: the Language, its index on the server, the
+/// caller's session and the deployment's stores.
+#[derive(Clone, Copy)]
+pub(crate) struct Ctx<'a> {
+    pub lang: &'a Hosted,
+    pub index: usize,
+    pub session: &'a Session,
+    pub stores: &'a Stores,
+}
+
+impl Ctx<'_> {
+    /// The caller's engine instance of this Language.
+    pub fn engine(&self) -> Arc<dyn Engine> {
+        self.session.engines[self.index].clone()
+    }
+
+    /// The caller's snapshot for a catalog-bearing Language (`None` without `catalog`). One
+    /// operation takes it once, so drift check, validation and promotion baseline all see the
+    /// same catalog.
+    pub fn snapshot(&self) -> OpResult<Option<Arc<CatalogSnapshot>>> {
+        if !self.lang.effective.declares(Capability::Catalog) {
+            return Ok(None);
+        }
+        self.session.snapshot(self.index).map(Some).ok_or_else(no_snapshot)
+    }
+}
+
+pub(crate) fn no_snapshot() -> RequestError {
+    RequestError::internal("the engine returned no catalog snapshot")
+}
+
+/// A result on its channel: `structuredContent`, one short text summary, and whether it is a
+/// request error (`isError: true`).
+pub(crate) struct Reply {
+    pub structured: Value,
+    pub text: String,
+    pub is_error: bool,
+}
+
+impl Reply {
+    /// A value on the result channel.
+    pub fn value<T: Serialize>(v: &T, text: impl Into<String>) -> Reply {
+        Reply {
+            structured: serde_json::to_value(v).unwrap_or(Value::Null),
+            text: text.into(),
+            is_error: false,
+        }
+    }
+
+    /// A request error.
+    pub fn error(e: RequestError) -> Reply {
+        Reply {
+            text: e.error.message.clone(),
+            structured: serde_json::to_value(&e).unwrap_or(Value::Null),
+            is_error: true,
+        }
+    }
+
+    /// `ok` summarised by `text`, or the request error.
+    pub fn of<T: Serialize>(r: OpResult<T>, text: impl FnOnce(&T) -> String) -> Reply {
+        match r {
+            Ok(v) => {
+                let t = text(&v);
+                Reply::value(&v, t)
+            }
+            Err(e) => Reply::error(e),
+        }
+    }
+}
+
+/// A string argument.
+pub(crate) fn str_arg<'a>(args: &'a Args, key: &str) -> Option<&'a str> {
+    args.get(key).and_then(Value::as_str)
+}
+
+/// The hosted Language named by the `language` argument (guide and catalog tools).
+pub(crate) fn by_name<'h>(langs: &'h [Hosted], args: &Args) -> OpResult<(usize, &'h Hosted)> {
+    let name = str_arg(args, "language").unwrap_or_default();
+    langs.iter().enumerate().find(|(_, l)| l.spec.name == name).ok_or_else(|| {
+        let names: Vec<&str> = langs.iter().map(|l| l.spec.name).collect();
+        RequestError::not_found(format!("unknown language '{name}'; languages: {}", names.join(", ")))
+    })
+}

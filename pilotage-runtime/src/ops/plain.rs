@@ -1,0 +1,22 @@
+//! Plain tools: ordinary MCP tools an engine exposes beside the loop (admin tools that change
+//! the catalog, fingerprints of the world). They get no Pilotage semantics: an object result,
+//! or `{"result": v}` around any other value; an error is `{"error": message}`.
+
+use serde_json::{json, Value};
+
+use super::{Args, Ctx, Reply};
+use crate::model::errors::RequestError;
+
+/// Call plain tool `name` of the Language in `ctx`.
+pub(crate) fn plain(ctx: Ctx<'_>, name: &str, args: &Args) -> Reply {
+    match ctx.engine().call_plain_tool(name, &Value::Object(args.clone()), &ctx.session.caller) {
+        Some(Ok(v)) => {
+            let v = if v.is_object() { v } else { json!({ "result": v }) };
+            Reply { text: v.to_string(), structured: v, is_error: false }
+        }
+        Some(Err(message)) => {
+            Reply { structured: json!({ "error": message }), text: message, is_error: true }
+        }
+        None => Reply::error(RequestError::internal(format!("engine has no tool {name}"))),
+    }
+}

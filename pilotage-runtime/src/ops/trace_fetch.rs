@@ -1,0 +1,78 @@
+//! The trace fetch operation (Part II §6.6, Part III §4.6): the caller's own retained Runs at
+//! min(requested, recorded) level; unknown, expired, unstored and foreign Runs are one
+//! indistinguishable `not_found`.
+
+use super::{str_arg, Args, Ctx, OpResult};
+use crate::model::capabilities::SubFeature;
+use crate::model::declaration::{Retention, TraceLevel};
+use crate::model::errors::RequestError;
+use crate::model::trace::{render_steps, Trace, TraceFetchResponse};
+use crate::state::runs::{RunRecord, RunStore};
+
+/// The trace tool of one Language.
+pub(crate) fn trace_fetch(ctx: Ctx<'_>, args: &Args) -> OpResult<TraceFetchResponse> {
+    let info = ctx.lang;
+    let requested = requested_level(args)?;
+    let narrate = info.effective.declares_sub(SubFeature::Narrate);
+    if args.contains_key("question") && !narrate {
+        return Err(RequestError::invalid(format!(
+            "{} does not declare trace_fetch.narrate: omit `question`; the trace envelope carries the facts",
+            info.spec.name
+        )));
+    }
+    let run_id = str_arg(args, "run_id").unwrap_or_default();
+    let record = match &info.spec.retention {
+        Some(Retention::Duration { .. }) => ctx.stores.durable.as_ref().and_then(|s| s.get(run_id)),
+        _ => ctx.session.runs.get(run_id),
+    }
+    .filter(|r| r.language == info.spec.name);
+    let mut response = fetch(record, &ctx.session.caller.id, requested)?;
+    if narrate {
+        response.narration = ctx.engine().narrate(&response, str_arg(args, "question"));
+    }
+    Ok(response)
+}
+
+/// The requested level: absent means as recorded; `none` has no meaning on this door.
+fn requested_level(args: &Args) -> OpResult<Option<TraceLevel>> {
+    match str_arg(args, "trace_level") {
+        None => Ok(None),
+        Some("none") => Err(RequestError::invalid(
+            "trace_level \"none\" has no meaning on the fetch door: use summary or full",
+        )),
+        Some(s) => TraceLevel::parse(s)
+            .map(Some)
+            .ok_or_else(|| RequestError::invalid(format!("unknown trace_level '{s}': use summary or full"))),
+    }
+}
+
+/// The one `not_found` every unfetchable Run gets: unknown, expired, unstored and foreign Runs
+/// are indistinguishable, byte for byte.
+pub fn run_not_found() -> RequestError {
+    RequestError::not_found("unknown run: it may have expired or was never retained")
+}
+
+/// Fetch a record for `caller` at `requested` level (absent: as recorded).
+pub fn fetch(
+    record: Option<RunRecord>,
+    caller: &str,
+    requested: Option<TraceLevel>,
+) -> Result<TraceFetchResponse, RequestError> {
+    let record = match record {
+        Some(r) if r.owner == caller => r,
+        _ => return Err(run_not_found()),
+    };
+    let level = requested.map_or(record.level, |r| r.min(record.level));
+    Ok(TraceFetchResponse {
+        run_id: record.run_id.clone(),
+        outcome: record.outcome,
+        output: record.output,
+        trace: Trace {
+            run_id: record.run_id,
+            level: level.into(),
+            steps: render_steps(&record.steps, level),
+            stats: record.stats,
+        },
+        narration: None,
+    })
+}

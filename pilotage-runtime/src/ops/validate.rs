@@ -1,0 +1,198 @@
+//! The `validate` operation (Part II §6.4, Part III §4.4): bounds, context checks, the bounded
+//! engine call, and the derivations (codes outside the closed set become `constraint`, step ids
+//! with `#` or `/` are reported, `valid`, the plan's maxima, `references`).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{Args, Ctx, OpResult};
+use crate::engine::validation::{ValidateRequest, ValidationCore};
+use crate::engine::CatalogSnapshot;
+use crate::model::capabilities::Capability;
+use crate::model::diagnostic::{reserved_char, Diagnostic, Severity};
+use crate::model::errors::{ErrorKind, RequestError};
+use crate::model::plan::{Plan, ValidateResponse};
+use crate::model::risk::RiskHints;
+
+/// The validate tool.
+pub(crate) async fn validate(ctx: Ctx<'_>, args: &Args) -> OpResult<ValidateResponse> {
+    let program = args.get(ctx.lang.spec.program_argument).unwrap_or(&Value::Null);
+    run_validation(ctx, ctx.snapshot()?, program, args.get("context")).await
+}
+
+/// The text summary of a validate response.
+pub(crate) fn summary(v: &ValidateResponse) -> String {
+    let n = v.diagnostics.len();
+    match (&v.plan, v.valid) {
+        (Some(p), true) => format!("valid: max risk {} ({n} diagnostic(s))", p.max_risk),
+        (None, true) => format!("valid ({n} diagnostic(s))"),
+        (_, false) => format!("invalid: {n} diagnostic{}", if n == 1 { "" } else { "s" }),
+    }
+}
+
+/// Validate exactly as the validate tool does (also the execute-time re-validation guard and
+/// the promote tool's check): bounds first, context checks, the bounded engine call, then the
+/// derivations against `snapshot`.
+pub(crate) async fn run_validation(
+    ctx: Ctx<'_>,
+    snapshot: Option<Arc<CatalogSnapshot>>,
+    program: &Value,
+    context: Option<&Value>,
+) -> OpResult<ValidateResponse> {
+    let info = ctx.lang;
+    check_size(ctx, program)?;
+    let context_findings = check_context(info.context_validator.as_ref(), context);
+    let request = ValidateRequest {
+        program: Arc::new(program.clone()),
+        context: context.filter(|_| context_findings.is_empty()).map(|c| Arc::new(c.clone())),
+        catalog: snapshot.clone(),
+        caller: ctx.session.caller.clone(),
+    };
+    let mut core = call_validator(ctx, request).await?;
+    if let Some(message) = core.bound_exceeded.take() {
+        return Err(RequestError::new(ErrorKind::BoundsExceeded, message));
+    }
+    Ok(derive(
+        core,
+        context_findings,
+        &Derivation {
+            codes: &info.spec.sets.codes,
+            plan: info.effective.declares(Capability::Plan),
+            catalog_version: snapshot.map(|s| s.version().to_owned()),
+        },
+    ))
+}
+
+/// The program's size and nesting bounds, checked before any engine code runs.
+fn check_size(ctx: Ctx<'_>, program: &Value) -> OpResult<()> {
+    let limits = ctx.lang.limits;
+    let size = program.to_string().len();
+    if size > limits.max_program_bytes {
+        return Err(RequestError::new(
+            ErrorKind::BoundsExceeded,
+            format!("program is {size} bytes; the bound is {}", limits.max_program_bytes),
+        ));
+    }
+    let depth = depth(program);
+    if depth > limits.max_depth {
+        return Err(RequestError::new(
+            ErrorKind::BoundsExceeded,
+            format!("program nests {depth} levels deep; the bound is {}", limits.max_depth),
+        ));
+    }
+    Ok(())
+}
+
+/// The engine's validate method under the time bound: on the blocking pool when isolated, else
+/// inline and judged after the fact.
+async fn call_validator(ctx: Ctx<'_>, request: ValidateRequest) -> OpResult<ValidationCore> {
+    let limits = ctx.lang.limits;
+    let engine = ctx.engine();
+    let too_slow = || {
+        RequestError::new(
+            ErrorKind::BoundsExceeded,
+            format!("validation exceeded its time bound of {:?}", limits.validate_time),
+        )
+    };
+    let failed = |error: &dyn std::fmt::Display| {
+        tracing::error!(language = ctx.lang.spec.name, %error, "the validator failed");
+        RequestError::internal("the validator failed; the program was not judged")
+    };
+    if limits.isolate_validation {
+        let task = tokio::task::spawn_blocking(move || engine.validate_program(&request));
+        return match tokio::time::timeout(limits.validate_time, task).await {
+            Err(_) => Err(too_slow()),
+            Ok(Err(join)) => Err(failed(&join)),
+            Ok(Ok(core)) => Ok(core),
+        };
+    }
+    let started = std::time::Instant::now();
+    let run = std::panic::AssertUnwindSafe(|| engine.validate_program(&request));
+    match std::panic::catch_unwind(run) {
+        Err(_) => Err(failed(&"panicked")),
+        Ok(_) if started.elapsed() > limits.validate_time => Err(too_slow()),
+        Ok(core) => Ok(core),
+    }
+}
+
+/// What the runtime needs to know to turn findings into a response.
+pub struct Derivation<'a> {
+    /// The closed code set.
+    pub codes: &'a [&'static str],
+    /// `plan` declared.
+    pub plan: bool,
+    /// The snapshot token, for catalog-bearing Languages.
+    pub catalog_version: Option<String>,
+}
+
+/// Derive the response: reserved-character and closed-set normalisation, `valid`, the plan
+/// with its maxima, `references`.
+pub fn derive(mut core: ValidationCore, extra: Vec<Diagnostic>, how: &Derivation<'_>) -> ValidateResponse {
+    let mut diagnostics = extra;
+    for mut d in core.diagnostics.drain(..) {
+        if !how.codes.contains(&d.code.as_str()) {
+            d.message = format!("{} (unclassified code '{}')", d.message, d.code);
+            d.code = "constraint".to_owned();
+        }
+        diagnostics.push(d);
+    }
+    for step in &core.steps {
+        if let Some(c) = reserved_char(&step.id) {
+            if core.reported_ids.insert(step.id.clone()) {
+                diagnostics.push(Diagnostic::new(
+                    Severity::Error,
+                    "constraint",
+                    "",
+                    format!("step identifier '{}' contains the reserved character '{c}'", step.id),
+                ));
+            }
+        }
+    }
+    let valid = !diagnostics.iter().any(|d| d.severity == Severity::Error);
+    let plan = (how.plan && valid).then(|| {
+        let max_risk_hints = RiskHints::aggregate(core.steps.iter().map(|s| s.risk_hints));
+        let max_rank = core.steps.iter().map(|s| s.rank).max().unwrap_or(0);
+        let max_risk = core.risks.get(max_rank).map(|m| m.name.to_owned()).unwrap_or_default();
+        Plan { steps: core.steps, max_risk, max_risk_hints }
+    });
+    let references = (how.catalog_version.is_some() && !how.plan && valid).then(|| {
+        let mut seen = BTreeSet::new();
+        core.references.retain(|r| seen.insert(r.clone()));
+        core.references
+    });
+    ValidateResponse { valid, diagnostics, catalog_version: how.catalog_version.clone(), plan, references }
+}
+
+/// Context findings (Part II §6.4): with a schema, missing or non-conforming context is a
+/// `context_binding` error; without one, any supplied context is.
+pub(crate) fn check_context(
+    schema: Option<&jsonschema::Validator>,
+    context: Option<&Value>,
+) -> Vec<Diagnostic> {
+    let error =
+        |path: String, message: String| Diagnostic::new(Severity::Error, "context_binding", path, message);
+    match (schema, context) {
+        (None, None) => vec![],
+        (None, Some(_)) => {
+            vec![error(String::new(), "this Language takes no context: omit `context`".into())]
+        }
+        (Some(_), None) => vec![error(
+            String::new(),
+            "this Language requires `context` (see context_schema in the manifest)".into(),
+        )],
+        (Some(v), Some(ctx)) => {
+            v.iter_errors(ctx).map(|e| error(e.instance_path().to_string(), e.to_string())).collect()
+        }
+    }
+}
+
+/// Nesting depth of a JSON value (scalars 0).
+pub(crate) fn depth(v: &Value) -> usize {
+    match v {
+        Value::Array(a) => 1 + a.iter().map(depth).max().unwrap_or(0),
+        Value::Object(o) => 1 + o.values().map(depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}

@@ -1,0 +1,240 @@
+//! [`ServerBuilder`]: the hosted Languages, their bounds, the stores, and every rule that only
+//! the assembled server can check (shared tool names, guide ids across Languages, retention
+//! promises the deployment cannot keep), all reported at once in a [`BuildError`].
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rmcp::model::{
+    Implementation, InitializeResult, JsonObject, MetaObject, ServerCapabilities, ServerConfig,
+};
+use serde_json::{json, Value};
+
+use super::tools::{self, ToolEntry};
+use super::{Factory, Server, Shared};
+use crate::engine::{Engine, Limits};
+use crate::model::capabilities::CapabilityDeclaration;
+use crate::model::declaration::Retention;
+use crate::model::manifest::{EXTENSION_ID, PILOTAGE_VERSION};
+use crate::ops::{learn, Hosted};
+use crate::state::runs::RunStore;
+use crate::state::Stores;
+
+/// Why a server could not be built: every violation found, each naming the Language and rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildError {
+    /// The violations.
+    pub problems: Vec<String>,
+}
+
+impl std::fmt::Display for BuildError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "the Pilotage server is inconsistent:")?;
+        for p in &self.problems {
+            writeln!(f, "  - {p}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+/// Builds a [`Server`].
+#[derive(Default)]
+pub struct ServerBuilder {
+    name: Option<(String, String)>,
+    engines: Vec<(Factory, Option<Limits>)>,
+    defaults: Option<CapabilityDeclaration>,
+    durable: Option<Arc<dyn RunStore>>,
+    stateless: bool,
+}
+
+impl ServerBuilder {
+    /// The server's MCP implementation name and version.
+    pub fn name(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.name = Some((name.into(), version.into()));
+        self
+    }
+
+    /// Host a Language: `factory` makes one engine per MCP session (each session its own world).
+    pub fn language<E: Engine, F: Fn() -> E + Send + Sync + 'static>(self, factory: F) -> Self {
+        self.engine(move || Arc::new(factory()) as Arc<dyn Engine>)
+    }
+
+    /// Host a Language from a factory of shared engines (e.g. one engine for every session).
+    pub fn engine<F: Fn() -> Arc<dyn Engine> + Send + Sync + 'static>(mut self, factory: F) -> Self {
+        self.engines.push((Arc::new(factory), None));
+        self
+    }
+
+    /// Override the resource bounds of the Language added last.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        if let Some(last) = self.engines.last_mut() {
+            last.1 = Some(limits);
+        }
+        self
+    }
+
+    /// Server-level default capabilities (each Language's own declaration overrides them per
+    /// capability; the manifest still carries every Language's effective map).
+    pub fn default_capabilities(mut self, defaults: CapabilityDeclaration) -> Self {
+        self.defaults = Some(defaults);
+        self
+    }
+
+    /// The durable run store for Languages whose retention is an ISO 8601 duration.
+    pub fn run_store(mut self, store: Arc<dyn RunStore>) -> Self {
+        self.durable = Some(store);
+        self
+    }
+
+    /// Declare a stateless (MCP 2026-07-28) deployment: `"session"` retention is then refused.
+    pub fn stateless(mut self, stateless: bool) -> Self {
+        self.stateless = stateless;
+        self
+    }
+
+    /// Check every rule that is not decided at compile time and build the server.
+    pub fn build(self) -> Result<Server, BuildError> {
+        let mut problems = Vec::new();
+        let (langs, factories) = self.hosted(&mut problems);
+        if langs.is_empty() {
+            problems.push("a Pilotage server needs at least one Language".to_owned());
+        }
+        problems.extend(guide_id_clashes(&langs));
+        problems.extend(self.manifest_problems(&langs));
+        let (tools, index) = registry(&langs, &mut problems);
+        if !problems.is_empty() {
+            return Err(BuildError { problems });
+        }
+        let manifest = learn::manifest(&langs, self.defaults);
+        let manifest = serde_json::to_value(&manifest).unwrap_or(Value::Null);
+        let names: Vec<&str> = langs.iter().map(|l| l.spec.name).collect();
+        let manifest_summary = format!("Pilotage manifest: {}", names.join(", "));
+        let info = initialize_result(self.name, &names, &manifest);
+        let stores = Stores { durable: self.durable, ..Stores::default() };
+        let shared = Shared {
+            langs,
+            factories,
+            tools,
+            index,
+            manifest: Arc::new(manifest),
+            manifest_summary,
+            info,
+            stores,
+            stateless: Default::default(),
+        };
+        Ok(Server { shared: Arc::new(shared) })
+    }
+
+    /// Each Language as hosted: effective capabilities, bounds, compiled context schema.
+    fn hosted(&self, problems: &mut Vec<String>) -> (Vec<Hosted>, Vec<Factory>) {
+        let mut langs = Vec::new();
+        let mut factories = Vec::new();
+        for (factory, limits) in &self.engines {
+            let spec = factory().language_spec();
+            let effective = CapabilityDeclaration::effective(self.defaults.as_ref(), &spec.capabilities);
+            let context_validator = spec.context_schema.as_ref().and_then(|s| {
+                jsonschema::validator_for(s)
+                    .map_err(|e| {
+                        problems.push(format!(
+                            "Language {}: context_schema is not a valid JSON Schema: {e}",
+                            spec.name
+                        ))
+                    })
+                    .ok()
+            });
+            langs.push(Hosted { spec, effective, limits: limits.unwrap_or(spec.limits), context_validator });
+            factories.push(factory.clone());
+        }
+        (langs, factories)
+    }
+
+    /// The manifest entries' own rules, duplicates, and retention promises this deployment
+    /// cannot keep.
+    fn manifest_problems(&self, langs: &[Hosted]) -> Vec<String> {
+        let mut problems = Vec::new();
+        let entries: Vec<_> = langs.iter().map(|l| learn::manifest_entry(l.spec, &l.effective)).collect();
+        for (i, e) in entries.iter().enumerate() {
+            problems.extend(e.violations());
+            if entries[..i].iter().any(|o| o.name == e.name) {
+                problems.push(format!("Language {} is hosted twice", e.name));
+            }
+            let retention = langs[i].spec.retention.as_ref();
+            if self.stateless && retention == Some(&Retention::Session) {
+                problems.push(format!(
+                    "Language {}: a stateless deployment has no session; declare an ISO 8601 duration or \"none\" instead of retention \"session\"",
+                    e.name
+                ));
+            }
+            if matches!(retention, Some(Retention::Duration { .. }))
+                && !self.durable.as_ref().is_some_and(|s| s.durable())
+            {
+                problems.push(format!(
+                    "Language {}: retention {} promises durability across restarts; configure a durable run store with ServerBuilder::run_store",
+                    e.name,
+                    retention.map(Retention::as_str).unwrap_or_default()
+                ));
+            }
+        }
+        problems
+    }
+}
+
+/// Guide ids are unique across the server (Part II §5.2).
+fn guide_id_clashes(langs: &[Hosted]) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut guide_ids: HashMap<&str, &str> = HashMap::new();
+    for l in langs {
+        for g in &l.spec.guides {
+            if let Some(other) = guide_ids.insert(g.id, l.spec.name) {
+                problems.push(format!(
+                    "guide id `{}` is used by {other} and {}: guide ids are unique across the server (Part II §5.2); prefix them with the family",
+                    g.id, l.spec.name
+                ));
+            }
+        }
+    }
+    problems
+}
+
+/// Every tool, indexed by name; two tools of one name are a problem.
+fn registry(langs: &[Hosted], problems: &mut Vec<String>) -> (Vec<ToolEntry>, HashMap<String, usize>) {
+    let tools = tools::build(langs).unwrap_or_else(|e| {
+        problems.push(e);
+        Vec::new()
+    });
+    let mut index = HashMap::new();
+    for (i, t) in tools.iter().enumerate() {
+        if index.insert(t.tool.name.to_string(), i).is_some() {
+            problems.push(format!(
+                "two tools are named `{}`: Languages sharing a loop tool need distinct program arguments (Part III §4.3), and plain tools need their own names",
+                t.tool.name
+            ));
+        }
+    }
+    (tools, index)
+}
+
+/// The `initialize` result: tools, the Pilotage extension, the welcome text and the inline
+/// manifest in `_meta`.
+fn initialize_result(name: Option<(String, String)>, names: &[&str], manifest: &Value) -> ServerConfig {
+    let (name, version) =
+        name.unwrap_or_else(|| ("pilotage-server".to_owned(), env!("CARGO_PKG_VERSION").to_owned()));
+    let mut caps = ServerCapabilities::builder().enable_tools().build();
+    let mut ext = JsonObject::new();
+    ext.insert("version".into(), json!(PILOTAGE_VERSION));
+    caps.extensions = Some([(EXTENSION_ID.to_owned(), ext)].into_iter().collect());
+    let mut meta = JsonObject::new();
+    meta.insert(EXTENSION_ID.to_owned(), json!({ "manifest": manifest }));
+    let mut info = InitializeResult::new(caps)
+        .with_server_info(Implementation::new(name, version))
+        .with_instructions(format!(
+            "This server speaks Pilotage ({EXTENSION_ID}): it hosts program Languages ({}). \
+             Call the `pilotage_manifest` tool first; then learn from `pilotage_get_guide`, look names up in the catalog, \
+             validate, execute and read the trace.",
+            names.join(", ")
+        ));
+    info.meta = Some(MetaObject(meta));
+    info
+}

@@ -1,0 +1,97 @@
+//! The server: the [`ServerBuilder`] that checks what only the assembled server can know, the
+//! registry of tools (names, signpost descriptions, schemas), and the rmcp handler that routes
+//! every `tools/call` to its operation in `ops`. The transports that serve it live in
+//! [`crate::transport`].
+//!
+//! ```no_run
+//! # use pilotage_runtime::{Server, engine::Engine};
+//! # fn engine() -> std::sync::Arc<dyn Engine> { unimplemented!() }
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! // `Workflow::new` is any engine annotated with #[pilotage::language]: one instance per
+//! // MCP session, so every session has its own world.
+//! # let factory = || engine();
+//! let server = Server::builder().name("my-server", "1.0.0").engine(factory).build()?;
+//! server.serve_stdio().await?;
+//! # Ok(()) }
+//! ```
+
+mod builder;
+mod handler;
+mod schemas;
+mod tools;
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use rmcp::model::ServerConfig;
+use serde_json::Value;
+
+pub use self::builder::{BuildError, ServerBuilder};
+pub use self::handler::PilotageHandler;
+use self::tools::ToolEntry;
+use crate::engine::{Caller, Engine};
+use crate::ops::Hosted;
+use crate::state::session::{Session, StatelessSessions};
+use crate::state::Stores;
+
+/// Makes one engine instance (one per session, so each session has its own world).
+type Factory = Arc<dyn Fn() -> Arc<dyn Engine> + Send + Sync>;
+
+/// Everything the handlers share; built once.
+pub(crate) struct Shared {
+    langs: Vec<Hosted>,
+    factories: Vec<Factory>,
+    tools: Vec<ToolEntry>,
+    index: HashMap<String, usize>,
+    manifest: Arc<Value>,
+    manifest_summary: String,
+    info: ServerConfig,
+    stores: Stores,
+    stateless: StatelessSessions,
+}
+
+impl Shared {
+    fn tool(&self, name: &str) -> Option<&ToolEntry> {
+        self.index.get(name).map(|i| &self.tools[*i])
+    }
+
+    fn engines(&self) -> Vec<Arc<dyn Engine>> {
+        self.factories.iter().map(|f| f()).collect()
+    }
+
+    fn new_session(&self, caller: Caller) -> Arc<Session> {
+        Arc::new(Session::new(caller, self.engines(), false))
+    }
+
+    /// The world of a principal without an MCP session (stateless 2026-07-28 requests): one
+    /// per authorization identity, so an unauthorized name or run stays invisible.
+    fn stateless_session(&self, principal: String) -> Arc<Session> {
+        self.stateless.get_or_create(principal, || self.engines())
+    }
+}
+
+/// A built Pilotage server: hand out [`Server::handler`]s or serve a transport directly (see
+/// [`crate::transport`]).
+#[derive(Clone)]
+pub struct Server {
+    shared: Arc<Shared>,
+}
+
+impl Server {
+    /// Start building.
+    pub fn builder() -> ServerBuilder {
+        ServerBuilder::default()
+    }
+
+    /// The manifest this server publishes.
+    pub fn manifest(&self) -> &Value {
+        &self.shared.manifest
+    }
+
+    /// A fresh rmcp handler: the MCP session it serves gets its own world at `initialize`.
+    /// Requests that arrive without `initialize` (stateless MCP 2026-07-28) share one world per
+    /// principal.
+    pub fn handler(&self) -> PilotageHandler {
+        PilotageHandler::new(self.shared.clone(), Arc::new(OnceLock::new()))
+    }
+}

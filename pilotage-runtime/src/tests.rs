@@ -1,0 +1,365 @@
+//! Unit tests of the model's derivations (catalog paging, versions, `changed_since`, validate
+//! derivations, context checks, correspondence, truncation, the SQLite store), each with an
+//! accepted and a rejected case and exact values.
+
+use crate::engine::{CatalogSnapshot, ValidateRequest, Validation};
+use crate::model::capabilities::{Capability, CapabilityDeclaration, SubFeature};
+use crate::model::catalog::CatalogEntry;
+use crate::model::closed_sets::{EntryKind, KindMember, RiskLevel, RiskMember};
+use crate::model::correspondence;
+use crate::model::diagnostic::Severity;
+use crate::model::errors::ErrorKind;
+use crate::model::plan::{Plan, PlanStep};
+use crate::model::risk::RiskHints;
+use crate::model::trace::{self, Trace, TraceLevelWire, TraceStep};
+use crate::ops::lookup::{self as catalog, ListQuery};
+use crate::ops::validate::{self, Derivation};
+use crate::state::catalog_history::History;
+use crate::state::runs::{RunRecord, RunStore};
+use crate::state::SqliteRunStore;
+use serde_json::json;
+use std::sync::Arc;
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Cap,
+    Data,
+}
+impl EntryKind for Kind {
+    const MEMBERS: &'static [KindMember] =
+        &[KindMember { name: "capability", callable: true }, KindMember { name: "dataset", callable: false }];
+    fn wire(self) -> &'static str {
+        match self {
+            Kind::Cap => "capability",
+            Kind::Data => "dataset",
+        }
+    }
+    fn callable(self) -> bool {
+        matches!(self, Kind::Cap)
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Risk {
+    Safe,
+    Wipe,
+}
+impl RiskLevel for Risk {
+    const MEMBERS: &'static [RiskMember] = &[
+        RiskMember { name: "safe", hints: RiskHints::READ_ONLY },
+        RiskMember { name: "wipe", hints: RiskHints::DESTRUCTIVE },
+    ];
+    fn wire(self) -> &'static str {
+        Self::MEMBERS[self.rank()].name
+    }
+    fn hints(self) -> RiskHints {
+        Self::MEMBERS[self.rank()].hints
+    }
+    fn rank(self) -> usize {
+        self as usize
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Code {
+    Unknown,
+}
+impl crate::model::closed_sets::DiagnosticCode for Code {
+    const MEMBERS: &'static [&'static str] = &["unknown"];
+    fn wire(self) -> &'static str {
+        "unknown"
+    }
+}
+
+fn entries(n: usize) -> Vec<CatalogEntry> {
+    (0..n)
+        .map(|i| CatalogEntry::new(format!("e{i:02}"), Kind::Cap, format!("Entry {i}"), Risk::Safe))
+        .collect()
+}
+
+#[test]
+fn effective_capability_map_takes_language_value_in_full() {
+    let server = CapabilityDeclaration::new()
+        .with(Capability::Guides)
+        .with(Capability::Validate)
+        .with_sub(SubFeature::Search);
+    let lang = CapabilityDeclaration::new().with(Capability::Catalog).without(Capability::Validate);
+    let eff = CapabilityDeclaration::effective(Some(&server), &lang);
+    assert!(eff.declares(Capability::Guides));
+    assert!(eff.declares(Capability::Catalog));
+    assert!(!eff.declares_sub(SubFeature::Search), "the language value replaces sub-features, never merges");
+    assert!(!eff.declares(Capability::Validate));
+    assert_eq!(eff.rule_violations(), vec!["the minimum capability floor requires `validate`".to_owned()]);
+    let ok = CapabilityDeclaration::new()
+        .with(Capability::Guides)
+        .with(Capability::Validate)
+        .with(Capability::Plan);
+    assert!(ok.rule_violations().is_empty());
+    let bad = CapabilityDeclaration::new()
+        .with(Capability::Guides)
+        .with(Capability::Validate)
+        .with(Capability::TraceFetch);
+    assert_eq!(bad.rule_violations(), vec!["`trace_fetch` requires `execute`".to_owned()]);
+}
+
+#[test]
+fn risk_aggregation_is_and_or() {
+    assert_eq!(RiskHints::aggregate([]), RiskHints::READ_ONLY);
+    assert_eq!(
+        RiskHints::aggregate([RiskHints::READ_ONLY, RiskHints::new(true, false, true)]),
+        RiskHints::new(true, false, true)
+    );
+    assert_eq!(RiskHints::aggregate([RiskHints::READ_ONLY, RiskHints::WRITE]), RiskHints::WRITE);
+    assert!(RiskHints::DESTRUCTIVE.covers(&RiskHints::WRITE));
+    assert!(!RiskHints::READ_ONLY.covers(&RiskHints::WRITE));
+    assert!(!RiskHints::new(true, true, false).is_consistent());
+}
+
+#[test]
+fn catalog_pages_cover_every_entry_once_with_stable_cursors() {
+    let snap = CatalogSnapshot::new(entries(5));
+    let mut seen = vec![];
+    let mut cursor: Option<String> = None;
+    loop {
+        let page = catalog::list(
+            &snap,
+            &ListQuery { cursor: cursor.as_deref(), limit: Some(2), ..Default::default() },
+        )
+        .unwrap();
+        assert_eq!(page.catalog_version, snap.version());
+        seen.extend(page.items.iter().map(|e| e.id.clone()));
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    assert_eq!(seen, vec!["e00", "e01", "e02", "e03", "e04"]);
+    let bad = catalog::list(&snap, &ListQuery { cursor: Some("garbage"), ..Default::default() }).unwrap_err();
+    assert_eq!(bad.error.kind, ErrorKind::InvalidRequest);
+    assert_eq!(bad.catalog_version.as_deref(), Some(snap.version()));
+}
+
+#[test]
+fn catalog_version_moves_exactly_with_defined_fields() {
+    let a = CatalogSnapshot::new(entries(3));
+    let same = CatalogSnapshot::new(entries(3).into_iter().rev().collect());
+    assert_eq!(a.version(), same.version(), "order of construction does not matter");
+    let revised = CatalogSnapshot::new(entries(3).into_iter().map(|e| e.revision("r9")).collect());
+    assert_eq!(a.version(), revised.version(), "revision alone does not move the token");
+    let described = CatalogSnapshot::new(entries(3).into_iter().map(|e| e.description("new")).collect());
+    assert_ne!(a.version(), described.version());
+    let fewer = CatalogSnapshot::new(entries(2));
+    assert_ne!(a.version(), fewer.version());
+    assert!(a.version().starts_with("cv_"));
+}
+
+#[test]
+fn get_unknown_entry_carries_the_token_and_hints_use_only_visible_names() {
+    let snap = CatalogSnapshot::new(entries(3));
+    let e = catalog::get(&snap, "e01").unwrap();
+    assert_eq!(e.entry.id, "e01");
+    let err = catalog::get(&snap, "secret").unwrap_err();
+    assert_eq!(err.error.kind, ErrorKind::NotFound);
+    assert_eq!(err.catalog_version.as_deref(), Some(snap.version()));
+    assert_eq!(snap.close_matches("e0", 2), vec!["e00", "e01"]);
+    assert!(snap.close_matches("zzzzzz", 3).is_empty());
+}
+
+#[test]
+fn changed_since_diffs_known_baselines_and_refuses_unknown_ones() {
+    let mut h = History::default();
+    let old = Arc::new(CatalogSnapshot::new(entries(3)));
+    h.remember(&old);
+    let mut next = entries(3);
+    next.remove(0);
+    next[0] = next[0].clone().description("changed");
+    next.push(CatalogEntry::new("zz", Kind::Data, "Data", Risk::Safe));
+    let new = CatalogSnapshot::new(next);
+    let diff = h.changed_since(&new, old.version()).unwrap();
+    let got: Vec<(String, String)> = diff
+        .changes
+        .iter()
+        .map(|c| (c.id.clone(), serde_json::to_value(c.change).unwrap().as_str().unwrap().to_owned()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("e00".into(), "removed".into()),
+            ("e01".into(), "modified".into()),
+            ("zz".into(), "added".into())
+        ]
+    );
+    let err = h.changed_since(&new, "cv_unknown").unwrap_err();
+    assert_eq!(err.error.kind, ErrorKind::UnknownBaseline);
+}
+
+fn request() -> ValidateRequest {
+    ValidateRequest {
+        program: Arc::new(json!({})),
+        context: None,
+        catalog: None,
+        caller: crate::engine::Caller::new("t"),
+    }
+}
+
+#[test]
+fn validity_and_maxima_are_derived_not_declared() {
+    let mut v = Validation::<Code, Risk>::new(&request());
+    v.warning(Code::Unknown, "/a", "just a warning");
+    v.step("read", Risk::Safe).calls("e00");
+    v.step("wipe", Risk::Wipe).calls("e01");
+    let r = validate::derive(
+        v.finish(),
+        vec![],
+        &Derivation { codes: &["unknown", "constraint"], plan: true, catalog_version: Some("cv_x".into()) },
+    );
+    assert!(r.valid, "warnings do not invalidate");
+    let plan = r.plan.unwrap();
+    assert_eq!(plan.max_risk, "wipe");
+    assert_eq!(plan.max_risk_hints, RiskHints::new(false, true, false));
+    assert_eq!(r.references, None, "plan declared: no references");
+
+    let mut v = Validation::<Code, Risk>::new(&request());
+    v.error(Code::Unknown, "/b", "bad").hint("try c");
+    let r = validate::derive(
+        v.finish(),
+        vec![],
+        &Derivation { codes: &["unknown"], plan: true, catalog_version: None },
+    );
+    assert!(!r.valid);
+    assert!(r.plan.is_none(), "no plan for an invalid program");
+    assert_eq!(r.diagnostics[0].hint.as_deref(), Some("try c"));
+}
+
+#[test]
+fn codes_outside_the_set_become_constraint_and_reserved_ids_are_reported() {
+    let mut v = Validation::<Code, Risk>::new(&request());
+    v.step("a#b", Risk::Safe);
+    let r = validate::derive(
+        v.finish(),
+        vec![],
+        &Derivation { codes: &["constraint"], plan: true, catalog_version: None },
+    );
+    assert!(!r.valid);
+    assert_eq!(r.diagnostics.len(), 1);
+    assert_eq!(r.diagnostics[0].code, "constraint");
+    assert_eq!(r.diagnostics[0].severity, Severity::Error);
+    let mut v = Validation::<Code, Risk>::new(&request());
+    v.error(Code::Unknown, "", "x");
+    let r = validate::derive(
+        v.finish(),
+        vec![],
+        &Derivation { codes: &["constraint"], plan: false, catalog_version: None },
+    );
+    assert_eq!(r.diagnostics[0].code, "constraint", "'unknown' is outside this set");
+}
+
+#[test]
+fn context_without_schema_and_missing_context_are_context_binding() {
+    let found = validate::check_context(None, Some(&json!({"any": 1})));
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].code, "context_binding");
+    assert_eq!(serde_json::to_value(&found[0].path).unwrap(), json!(""));
+    assert!(validate::check_context(None, None).is_empty());
+    let schema = jsonschema::validator_for(&json!({"type": "object", "required": ["tz"]})).unwrap();
+    assert_eq!(validate::check_context(Some(&schema), None)[0].code, "context_binding");
+    assert!(validate::check_context(Some(&schema), Some(&json!({"tz": "UTC"}))).is_empty());
+    assert_eq!(validate::check_context(Some(&schema), Some(&json!({}))).len(), 1);
+}
+
+fn plan_step(id: &str, arm: Option<(&str, &str)>, in_loop: Option<&str>) -> PlanStep {
+    let mut s = PlanStep::new(id, Risk::Safe);
+    if let Some((b, l)) = arm {
+        s.arm(b, l);
+    }
+    if let Some(l) = in_loop {
+        s.in_loop(l);
+    }
+    s
+}
+
+fn tstep(id: &str, took: &[&str]) -> TraceStep {
+    serde_json::from_value(json!({
+        "id": id,
+        "outcome": {"ok": true, "status": "success", "error": null},
+        "decisions": if took.is_empty() { serde_json::Value::Null } else {
+            json!(took.iter().map(|t| json!({"at": id, "took": t, "because": "x"})).collect::<Vec<_>>())
+        }
+    }))
+    .unwrap()
+}
+
+#[test]
+fn correspondence_accepts_taken_arms_and_rejects_untaken_ones() {
+    let plan = Plan {
+        steps: vec![
+            plan_step("b", None, None),
+            plan_step("gold", Some(("b", "gold")), None),
+            plan_step("other", Some(("b", "other")), None),
+            plan_step("l", None, None),
+            plan_step("body", None, Some("l")),
+        ],
+        max_risk: "safe".into(),
+        max_risk_hints: RiskHints::READ_ONLY,
+    };
+    let trace =
+        |steps: Vec<TraceStep>| Trace { run_id: "r".into(), level: TraceLevelWire::Full, steps, stats: None };
+    let good = trace(vec![
+        tstep("b", &["gold"]),
+        tstep("gold", &[]),
+        tstep("l", &["continue", "continue", "exit"]),
+        tstep("body#1", &[]),
+        tstep("body#2", &[]),
+    ]);
+    assert_eq!(correspondence::check(&plan, &good, true), Ok(()));
+    let untaken = trace(vec![tstep("b", &["gold"]), tstep("other", &[]), tstep("l", &["exit"])]);
+    let problems = correspondence::check(&plan, &untaken, false).unwrap_err();
+    assert!(problems.iter().any(|p| p.contains("'other'")), "{problems:?}");
+    let missing = trace(vec![tstep("b", &["gold"]), tstep("l", &["exit"])]);
+    assert!(correspondence::check(&plan, &missing, false).is_ok(), "an incomplete run may stop early");
+    assert_eq!(
+        correspondence::check(&plan, &missing, true).unwrap_err(),
+        vec!["plan step 'gold' is expected but absent from the trace".to_owned()]
+    );
+    assert_eq!(correspondence::base_id("x#1/body#2#3"), "body");
+}
+
+#[test]
+fn summary_truncation_has_the_documented_form() {
+    let small = json!({"a": 1});
+    assert_eq!(trace::truncate_output(&small), small);
+    let big = json!({"text": "x".repeat(400)});
+    let t = trace::truncate_output(&big);
+    assert_eq!(t["truncated"], true);
+    assert_eq!(t["bytes"], big.to_string().len());
+    assert_eq!(t["preview"].as_str().unwrap().chars().count(), 200);
+}
+
+#[test]
+fn sqlite_store_survives_reopen_and_expires() {
+    let dir = std::env::temp_dir().join(format!("pilotage-store-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("runs.sqlite");
+    let _ = std::fs::remove_file(&path);
+    let record = RunRecord {
+        run_id: "run_1".into(),
+        owner: "me".into(),
+        language: "x/1".into(),
+        outcome: crate::model::outcome::Outcome::success(),
+        output: Some(json!({"n": 1})),
+        level: crate::model::declaration::TraceLevel::Full,
+        steps: vec![],
+        stats: None,
+    };
+    {
+        let store = SqliteRunStore::open(&path).unwrap();
+        assert!(store.durable());
+        store.put(record.clone(), std::time::Duration::from_secs(3600)).unwrap();
+        store.put(RunRecord { run_id: "run_2".into(), ..record.clone() }, std::time::Duration::ZERO).unwrap();
+    }
+    let reopened = SqliteRunStore::open(&path).unwrap();
+    assert_eq!(reopened.get("run_1"), Some(record));
+    assert_eq!(reopened.get("run_2"), None, "expired");
+    assert_eq!(reopened.purge_expired(), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
