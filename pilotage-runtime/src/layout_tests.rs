@@ -51,21 +51,28 @@ fn code(text: &str) -> String {
 fn paths(src: &Source, is_mod: bool) -> Vec<Vec<String>> {
     let text = code(&src.text);
     let mut found = Vec::new();
-    let mut rest = text.as_str();
-    while let Some(i) = rest.find("use ") {
-        let before = &rest[..i];
-        let Some(end) = rest[i..].find(';') else { break };
-        let tree = &rest[i + 4..i + end];
-        let public = before.trim_end().ends_with("pub") || before.trim_end().ends_with(')');
+    let mut body = String::new();
+    let mut at = 0;
+    while let Some(i) = text[at..].find("use ").map(|i| i + at) {
+        let before = &text[..i];
         let word_start = before.is_empty() || before.ends_with(char::is_whitespace);
-        if word_start && !public {
-            expand(tree, "", &mut found);
+        let Some(end) = text[i..].find(';').map(|e| e + i) else { break };
+        if !word_start {
+            body.push_str(&text[at..i + 4]);
+            at = i + 4;
+            continue;
         }
-        rest = &rest[i + end..];
+        let public = before.trim_end().ends_with("pub") || before.trim_end().ends_with(')');
+        if !public {
+            expand(&text[i + 4..end], "", &mut found);
+        }
+        body.push_str(&text[at..i]);
+        at = end + 1;
     }
-    for (i, _) in text.match_indices("crate::").chain(text.match_indices("super::")) {
+    body.push_str(&text[at..]);
+    for (i, _) in body.match_indices("crate::").chain(body.match_indices("super::")) {
         let tail: String =
-            text[i..].chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':').collect();
+            body[i..].chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':').collect();
         found.push(tail);
     }
     found.into_iter().filter_map(|p| absolute(&p, &src.module, is_mod)).collect()
@@ -78,7 +85,8 @@ fn expand(tree: &str, prefix: &str, out: &mut Vec<String>) {
         None => out.push(format!("{prefix}{}", tree.split(" as ").next().unwrap_or(tree).trim())),
         Some(open) => {
             let head = &tree[..open];
-            let inner = &tree[open + 1..tree.rfind('}').unwrap_or(tree.len())];
+            let close = tree.rfind('}').filter(|c| *c > open).unwrap_or(tree.len());
+            let inner = &tree[open + 1..close];
             let mut depth = 0;
             let mut start = 0;
             for (i, c) in inner.char_indices() {
@@ -133,7 +141,8 @@ fn rank(room: &str) -> Option<usize> {
 
 fn edges() -> BTreeMap<PathBuf, BTreeSet<PathBuf>> {
     let sources = sources();
-    let files: BTreeMap<Vec<String>, PathBuf> = sources.iter().map(|(p, s)| (s.module.clone(), p.clone())).collect();
+    let files: BTreeMap<Vec<String>, PathBuf> =
+        sources.iter().map(|(p, s)| (s.module.clone(), p.clone())).collect();
     let mut graph = BTreeMap::new();
     for (file, src) in &sources {
         let is_mod = file.ends_with("mod.rs");
@@ -209,10 +218,14 @@ fn the_checks_see_a_known_dependency_and_a_known_cycle() {
     let run = graph.get(Path::new("ops/execute/run.rs")).expect("ops/execute/run.rs exists");
     assert!(run.contains(Path::new("ops/validate.rs")), "{run:?}");
     assert!(run.contains(Path::new("engine/mod.rs")), "{run:?}");
-    let fake = Source { module: vec!["engine".into(), "run".into()], text: "use super::step::{A, b::C};".into() };
+    let fake =
+        Source { module: vec!["engine".into(), "run".into()], text: "use super::step::{A, b::C};".into() };
     assert_eq!(
         paths(&fake, false),
-        vec![vec!["engine".to_owned(), "step".into(), "A".into()], vec!["engine".into(), "step".into(), "b".into(), "C".into()]]
+        vec![
+            vec!["engine".to_owned(), "step".into(), "A".into()],
+            vec!["engine".into(), "step".into(), "b".into(), "C".into()]
+        ]
     );
 }
 
@@ -227,9 +240,17 @@ fn long_functions(max: usize) -> Vec<(PathBuf, usize, usize)> {
         for (i, line) in lines.iter().enumerate() {
             let trimmed = line.trim_start();
             let indent = line.len() - trimmed.len();
-            let is_fn = ["fn ", "pub fn ", "pub(crate) fn ", "pub(super) fn ", "async fn ", "pub async fn ", "pub(crate) async fn "]
-                .iter()
-                .any(|p| trimmed.starts_with(p));
+            let is_fn = [
+                "fn ",
+                "pub fn ",
+                "pub(crate) fn ",
+                "pub(super) fn ",
+                "async fn ",
+                "pub async fn ",
+                "pub(crate) async fn ",
+            ]
+            .iter()
+            .any(|p| trimmed.starts_with(p));
             if !is_fn || line.trim_end().ends_with(';') {
                 continue;
             }

@@ -5,37 +5,55 @@ use std::time::Duration;
 /// Resource bounds around every engine call (Part II §10.1).
 ///
 /// Exceeded during validation: the `bounds_exceeded` request error. Exceeded during execution:
-/// an `ok: false` outcome with status `partial` and the trace so far.
+/// an `ok: false` outcome with status `partial` and the trace so far. Every bound stops the
+/// work, not only the answer: the engine's [`Validation`](super::Validation) and
+/// [`Run`](super::Run) become inert once a time or byte bound fires (see
+/// [`Signal`](super::Signal) and [`Budget`](super::Budget)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// Wall-clock bound of one validation.
     pub validate_time: Duration,
     /// Wall-clock bound of one execution.
     pub execute_time: Duration,
+    /// Wall-clock bound of every other engine call: a catalog snapshot, a narration, a plain
+    /// tool (admin SQL included).
+    pub tool_time: Duration,
     /// Maximum steps one execution may record.
     pub max_steps: usize,
     /// Maximum size of a program, in bytes of its JSON (or text) form.
     pub max_program_bytes: usize,
     /// Maximum nesting depth of a JSON program (arrays and objects).
     pub max_depth: usize,
+    /// Bytes one engine call may make the server hold: trace entries (step ids, inputs,
+    /// outputs), diagnostics and plan steps, and what the engine charges to
+    /// [`Budget`](super::Budget) for the values it builds. Past it a run ends `partial`, a
+    /// validation with `bounds_exceeded`.
+    pub max_run_bytes: usize,
+    /// Diagnostics one validate response carries; past it the rest are counted and a last
+    /// `constraint` diagnostic says how many were left out.
+    pub max_diagnostics: usize,
     /// Run each validation on the blocking pool, so the time bound holds even against a
     /// validator that never returns (default). `false` validates inline on the request's task,
     /// which saves a thread hand-off per request (see `benches/overhead.rs`) but bounds time
-    /// only after the fact: choose it only for validators whose work is bounded by the program's
-    /// size and depth, which the runtime checks first either way.
+    /// only cooperatively (the [`Validation`](super::Validation) sink turns inert at the
+    /// deadline): choose it only for validators whose work is bounded by the program's size and
+    /// depth, which the runtime checks first either way.
     pub isolate_validation: bool,
 }
 
 impl Default for Limits {
-    /// 2 s to validate, 10 s to execute, 10 000 steps, 1 MiB programs, depth 64, isolated
-    /// validation.
+    /// 2 s to validate, 10 s to execute, 10 s for any other engine call, 10 000 steps, 1 MiB
+    /// programs, depth 64, 16 MiB per engine call, 1 000 diagnostics, isolated validation.
     fn default() -> Self {
         Limits {
             validate_time: Duration::from_secs(2),
             execute_time: Duration::from_secs(10),
+            tool_time: Duration::from_secs(10),
             max_steps: 10_000,
             max_program_bytes: 1 << 20,
             max_depth: 64,
+            max_run_bytes: 16 << 20,
+            max_diagnostics: 1_000,
             isolate_validation: true,
         }
     }

@@ -6,6 +6,7 @@
 //! Engine authors do not implement [`Engine`] by hand: `#[pilotage::language(...)]` generates
 //! it from the annotated `impl` block, after checking the declaration at compile time.
 
+pub mod call;
 pub mod caller;
 pub mod catalog;
 pub mod finish;
@@ -21,6 +22,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
+pub use self::call::{Bounds, Budget, Signal};
 pub use self::caller::Caller;
 pub use self::catalog::CatalogSnapshot;
 pub use self::finish::{Failure, Finish, FinishCore};

@@ -4,6 +4,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use super::call::{json_size, Bounds, Budget, Signal};
 use crate::model::diagnostic::Diagnostic;
 use crate::model::trace::TraceStep;
 
@@ -33,12 +34,24 @@ pub(super) struct RecorderState {
     pub(super) cancelled: bool,
     pub(super) input_findings: Vec<Diagnostic>,
     pub(super) started: bool,
+    /// The engine call's cancellation and deadline: once it fires, recording is inert.
+    pub(super) signal: Signal,
+    /// Bytes of trace the Run may hold.
+    pub(super) budget: Budget,
 }
 
 impl Recorder {
-    /// A recorder bounded to `max_steps` entries.
+    /// A recorder bounded to `max_steps` entries, under the bounds of the engine call running
+    /// on this thread (none outside one).
     pub fn new(max_steps: usize) -> Self {
+        Self::bounded(max_steps, &Bounds::current())
+    }
+
+    /// A recorder bounded to `max_steps` entries and `bounds`.
+    pub fn bounded(max_steps: usize, bounds: &Bounds) -> Self {
         Recorder(Arc::new(Mutex::new(RecorderState {
+            signal: bounds.signal.clone(),
+            budget: bounds.budget.clone(),
             steps: Vec::new(),
             loops: Vec::new(),
             prefix: String::new(),
@@ -62,13 +75,26 @@ impl Recorder {
     pub fn exceeded(&self) -> bool {
         self.state().exceeded
     }
-    /// Tell the engine to stop (the time bound ran out).
+    /// Whether the byte budget ran out (a step was refused for its size).
+    pub fn bytes_exceeded(&self) -> bool {
+        self.state().budget.is_exhausted()
+    }
+    /// Tell the engine to stop (the time bound ran out, or the Run was cancelled).
     pub fn cancel(&self) {
-        self.state().cancelled = true;
+        let mut st = self.state();
+        st.cancelled = true;
+        st.signal.cancel();
+    }
+    /// The signal the Run's engine call is bounded by.
+    pub fn signal(&self) -> Signal {
+        self.state().signal.clone()
+    }
+    /// The Run's byte budget.
+    pub fn budget(&self) -> Budget {
+        self.state().budget.clone()
     }
     pub(super) fn should_stop(&self) -> bool {
-        let st = self.state();
-        st.cancelled || st.exceeded || st.work >= st.max_steps
+        self.state().should_stop()
     }
     /// Input findings reported before the first step (a refusal, not a started Run).
     pub fn input_findings(&self) -> Vec<Diagnostic> {
@@ -89,8 +115,19 @@ impl RecorderState {
         }
         q
     }
-    /// Count one unit of work; false (and `exceeded`) past the bound.
+    pub(super) fn should_stop(&self) -> bool {
+        self.cancelled
+            || self.exceeded
+            || self.work >= self.max_steps
+            || self.signal.is_cancelled()
+            || self.budget.is_exhausted()
+    }
+    /// Count one unit of work; false past the step bound (then `exceeded`), and once the call
+    /// is cancelled or its bytes are spent (recording is then inert).
     pub(super) fn spend(&mut self) -> bool {
+        if self.cancelled || self.signal.is_cancelled() || self.budget.is_exhausted() {
+            return false;
+        }
         if self.work >= self.max_steps {
             self.exceeded = true;
             return false;
@@ -98,9 +135,20 @@ impl RecorderState {
         self.work += 1;
         true
     }
+    /// Charge the bytes a value adds to the trace; false once the budget is spent.
+    pub(super) fn charge(&mut self, v: Option<&serde_json::Value>) -> bool {
+        self.budget.charge(v.map_or(0, json_size))
+    }
     pub(super) fn push(&mut self, step: TraceStep) -> Option<usize> {
         self.started = true;
         if !self.spend() {
+            return None;
+        }
+        let size = step.id.len() + 64;
+        if !self.budget.charge(size)
+            || !self.charge(step.input.as_ref())
+            || !self.charge(step.output.as_ref())
+        {
             return None;
         }
         self.steps.push(step);

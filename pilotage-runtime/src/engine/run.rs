@@ -116,13 +116,30 @@ impl<S: RunStatus> Run<S> {
     pub fn finish_step(&mut self, step: OpenStep, result: Result<Value, (Failure<S>, String)>) {
         let t_ms = u64::try_from(step.started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let mut st = self.recorder.state();
-        if let Some(entry) = step.index.and_then(|i| st.steps.get_mut(i)) {
+        let fits = match &result {
+            Ok(output) => st.charge(Some(output)),
+            Err(_) => true,
+        };
+        if let Some(entry) = step.index.and_then(|i| st.steps.get_mut(i)).filter(|_| fits) {
             entry.t_ms = Some(t_ms);
             match result {
                 Ok(output) => entry.output = Some(output),
                 Err((failure, error)) => entry.outcome = Outcome::failure(failure.wire(), error),
             }
         }
+    }
+
+    /// Whether the Run was cancelled or ran out of time: every recording call is then inert.
+    /// Loops that record nothing should check it (or [`Run::should_stop`]) themselves.
+    pub fn is_cancelled(&self) -> bool {
+        self.recorder.signal().is_cancelled()
+    }
+
+    /// The Run's byte budget: charge the values the engine builds (resolved references,
+    /// copies of large inputs) so a program cannot make the server hold unbounded memory; a
+    /// failed charge means stop. Step inputs and outputs are charged by the runtime.
+    pub fn budget(&self) -> super::call::Budget {
+        self.recorder.budget()
     }
 
     /// A handle that tells, from any thread, whether the run must stop (bounds exceeded or time

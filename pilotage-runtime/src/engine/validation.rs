@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::call::Bounds;
 use super::caller::Caller;
 use super::catalog::CatalogSnapshot;
 use crate::model::closed_sets::{DiagnosticCode, RiskLevel, RiskMember};
@@ -44,6 +45,10 @@ pub struct ValidationCore {
     pub reported_ids: BTreeSet<String>,
     /// Set when the validator hit one of its own resource bounds.
     pub bound_exceeded: Option<String>,
+    /// Diagnostics reported past the per-response cap: counted, not kept.
+    pub left_out: usize,
+    /// Whether an error was among the diagnostics left out.
+    pub left_out_error: bool,
 }
 
 /// The typed validation sink an engine's validate method writes to.
@@ -53,17 +58,43 @@ pub struct ValidationCore {
 pub struct Validation<C: DiagnosticCode, R: RiskLevel> {
     request: ValidateRequest,
     core: ValidationCore,
+    /// The call's cancellation, byte budget and diagnostics cap.
+    bounds: Bounds,
+    /// Where reports go once the sink is inert (cancelled, out of bytes, past the cap).
+    scratch: Diagnostic,
+    scratch_step: Option<PlanStep>,
     _sets: PhantomData<(C, R)>,
 }
 
 impl<C: DiagnosticCode, R: RiskLevel> Validation<C, R> {
-    /// A sink for `request`.
+    /// A sink for `request`, under the bounds of the engine call running on this thread (none
+    /// outside one).
     pub fn new(request: &ValidateRequest) -> Self {
         Validation {
             request: request.clone(),
             core: ValidationCore { risks: R::MEMBERS, ..ValidationCore::default() },
+            bounds: Bounds::current(),
+            scratch: Diagnostic::new(Severity::Warning, "constraint", "", ""),
+            scratch_step: None,
             _sets: PhantomData,
         }
+    }
+    /// Whether the validation was cancelled or ran out of time: every report is then inert, so
+    /// stop and return. Loops that report nothing should check it themselves.
+    pub fn is_cancelled(&self) -> bool {
+        self.bounds.signal.is_cancelled()
+    }
+    /// Whether reports are still kept: not cancelled, bytes left.
+    fn live(&mut self, bytes: usize) -> bool {
+        if self.core.bound_exceeded.is_some() || self.bounds.signal.is_cancelled() {
+            return false;
+        }
+        if !self.bounds.budget.charge(bytes) {
+            let limit = self.bounds.budget.limit();
+            self.core.bound_exceeded = Some(format!("validation exceeded its memory bound of {limit} bytes"));
+            return false;
+        }
+        true
     }
     /// The caller's catalog snapshot (catalog-bearing Languages).
     pub fn catalog(&self) -> Option<&CatalogSnapshot> {
@@ -110,6 +141,15 @@ impl<C: DiagnosticCode, R: RiskLevel> Validation<C, R> {
         path: impl Into<Locator>,
         message: impl Into<String>,
     ) -> &mut Diagnostic {
+        let message = message.into();
+        if !self.live(message.len() + 64) {
+            return &mut self.scratch;
+        }
+        if self.core.diagnostics.len() >= self.bounds.max_diagnostics {
+            self.core.left_out += 1;
+            self.core.left_out_error |= severity == Severity::Error;
+            return &mut self.scratch;
+        }
         self.core.diagnostics.push(Diagnostic::new(severity, code, path, message));
         let last = self.core.diagnostics.len() - 1;
         &mut self.core.diagnostics[last]
@@ -132,6 +172,10 @@ impl<C: DiagnosticCode, R: RiskLevel> Validation<C, R> {
     }
     /// Add a plan step.
     pub fn step(&mut self, id: impl Into<String>, risk: R) -> &mut PlanStep {
+        let id = id.into();
+        if !self.live(id.len() + 64) {
+            return self.scratch_step.insert(PlanStep::new(id, risk));
+        }
         self.core.steps.push(PlanStep::new(id, risk));
         let last = self.core.steps.len() - 1;
         &mut self.core.steps[last]
@@ -148,7 +192,7 @@ impl<C: DiagnosticCode, R: RiskLevel> Validation<C, R> {
     }
     /// Whether an error has been reported so far.
     pub fn has_errors(&self) -> bool {
-        self.core.diagnostics.iter().any(|d| d.severity == Severity::Error)
+        self.core.left_out_error || self.core.diagnostics.iter().any(|d| d.severity == Severity::Error)
     }
     /// Hand the findings to the runtime.
     pub fn finish(self) -> ValidationCore {

@@ -12,6 +12,7 @@ pub mod declaration;
 pub mod diagnostic;
 pub(crate) mod digest;
 pub mod errors;
+pub mod execution;
 pub mod guide;
 pub mod manifest;
 pub mod outcome;

@@ -12,7 +12,7 @@ use crate::model::errors::RequestError;
 const MEMBERS: [&str; 7] = ["kind", "tag", "q", "cursor", "limit", "id", "catalog_version"];
 
 /// The catalog tool for one Language: eligibility of the verb's members, then the verb.
-pub(crate) fn lookup(ctx: Ctx<'_>, args: &Args) -> Reply {
+pub(crate) async fn lookup(ctx: Ctx<'_>, args: &Args) -> Reply {
     let info = ctx.lang;
     if !info.effective.declares(Capability::Catalog) {
         return Reply::error(RequestError::invalid(format!(
@@ -20,8 +20,9 @@ pub(crate) fn lookup(ctx: Ctx<'_>, args: &Args) -> Reply {
             info.spec.name
         )));
     }
-    let Some(snap) = ctx.session.snapshot(ctx.index) else {
-        return Reply::error(super::no_snapshot());
+    let snap = match ctx.snapshot_now().await {
+        Ok(snap) => snap,
+        Err(e) => return Reply::error(e),
     };
     let verb = str_arg(args, "verb").unwrap_or_default();
     if let Err(e) = members_apply(ctx, verb, args) {

@@ -4,6 +4,7 @@
 //! channel) and its reply, calls engines through [`crate::engine`] and keeps state through
 //! [`crate::state`]. The server only routes to them.
 
+pub(crate) mod call;
 pub(crate) mod execute;
 pub(crate) mod learn;
 pub(crate) mod lookup;
@@ -16,10 +17,13 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
+use tokio::sync::Semaphore;
+
+use self::call::{CallEnd, EngineCall};
 
 use crate::engine::{CatalogSnapshot, Engine, LanguageSpec, Limits};
 use crate::model::capabilities::{Capability, CapabilityDeclaration};
-use crate::model::errors::RequestError;
+use crate::model::errors::{ErrorKind, RequestError};
 use crate::state::session::Session;
 use crate::state::Stores;
 
@@ -44,8 +48,10 @@ pub(crate) struct Hosted {
 pub(crate) struct Ctx<'a> {
     pub lang: &'a Hosted,
     pub index: usize,
-    pub session: &'a Session,
+    pub session: &'a Arc<Session>,
     pub stores: &'a Stores,
+    /// The server-wide slots for concurrent engine calls.
+    pub slots: &'a Arc<Semaphore>,
 }
 
 impl Ctx<'_> {
@@ -57,11 +63,45 @@ impl Ctx<'_> {
     /// The caller's snapshot for a catalog-bearing Language (`None` without `catalog`). One
     /// operation takes it once, so drift check, validation and promotion baseline all see the
     /// same catalog.
-    pub fn snapshot(&self) -> OpResult<Option<Arc<CatalogSnapshot>>> {
+    pub async fn snapshot(&self) -> OpResult<Option<Arc<CatalogSnapshot>>> {
         if !self.lang.effective.declares(Capability::Catalog) {
             return Ok(None);
         }
-        self.session.snapshot(self.index).map(Some).ok_or_else(no_snapshot)
+        self.snapshot_now().await.map(Some)
+    }
+
+    /// The caller's current snapshot (catalog-bearing Languages), an engine call like any other.
+    pub async fn snapshot_now(&self) -> OpResult<Arc<CatalogSnapshot>> {
+        let session = self.session.clone();
+        let index = self.index;
+        match self.tool_call().run(move || session.snapshot(index)).await {
+            Ok(found) => found.ok_or_else(no_snapshot),
+            Err(end) => Err(call_failed(self, "the catalog snapshot", end)),
+        }
+    }
+
+    /// An engine call bounded like a tool: `tool_time` and the Language's byte bounds.
+    pub fn tool_call(&self) -> EngineCall {
+        EngineCall::new(&self.lang.limits, self.lang.limits.tool_time, self.slots)
+    }
+}
+
+/// The request error for an engine call that ended without a value.
+pub(crate) fn call_failed(ctx: &Ctx<'_>, what: &str, end: CallEnd) -> RequestError {
+    let limits = &ctx.lang.limits;
+    match end {
+        CallEnd::Busy => RequestError::new(
+            ErrorKind::BoundsExceeded,
+            format!("{what} could not start: every engine slot of this server stayed busy; retry later"),
+        ),
+        CallEnd::TimedOut => RequestError::new(
+            ErrorKind::BoundsExceeded,
+            format!("{what} exceeded its time bound of {:?}", limits.tool_time),
+        ),
+        CallEnd::Panicked => {
+            tracing::error!(language = ctx.lang.spec.name, "{what} failed: the engine panicked");
+            RequestError::internal(format!("{what} failed in the engine"))
+        }
     }
 }
 

@@ -8,8 +8,14 @@ use super::{Args, Ctx, Reply};
 use crate::model::errors::RequestError;
 
 /// Call plain tool `name` of the Language in `ctx`.
-pub(crate) fn plain(ctx: Ctx<'_>, name: &str, args: &Args) -> Reply {
-    match ctx.engine().call_plain_tool(name, &Value::Object(args.clone()), &ctx.session.caller) {
+pub(crate) async fn plain(ctx: Ctx<'_>, name: &str, args: &Args) -> Reply {
+    let (engine, tool, caller) = (ctx.engine(), name.to_owned(), ctx.session.caller.clone());
+    let arguments = Value::Object(args.clone());
+    let answer = match ctx.tool_call().run(move || engine.call_plain_tool(&tool, &arguments, &caller)).await {
+        Ok(answer) => answer,
+        Err(end) => return Reply::error(super::call_failed(&ctx, &format!("tool {name}"), end)),
+    };
+    match answer {
         Some(Ok(v)) => {
             let v = if v.is_object() { v } else { json!({ "result": v }) };
             Reply { text: v.to_string(), structured: v, is_error: false }

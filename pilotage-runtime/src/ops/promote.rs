@@ -15,7 +15,7 @@ pub(crate) async fn promote(ctx: Ctx<'_>, args: &Args) -> Reply {
         return Reply::error(RequestError::internal("this Language has no promoted kind"));
     };
     let program = args.get(spec.program_argument).unwrap_or(&Value::Null);
-    let snapshot = match ctx.snapshot() {
+    let snapshot = match ctx.snapshot().await {
         Ok(s) => s,
         Err(e) => return Reply::error(e),
     };
@@ -43,7 +43,7 @@ pub(crate) async fn promote(ctx: Ctx<'_>, args: &Args) -> Reply {
     };
     match Promoted::new(promotion, &snapshot).map(|p| ctx.session.promote(ctx.index, p)) {
         Ok(Some(p)) => {
-            let version = ctx.session.snapshot(ctx.index).map(|s| s.version().to_owned()).unwrap_or_default();
+            let version = ctx.snapshot_now().await.map(|s| s.version().to_owned()).unwrap_or_default();
             Reply {
                 text: format!("promoted as {}", p.entry.id),
                 structured: json!({"program_ref": p.entry.id, "entry": p.entry, "catalog_version": version}),

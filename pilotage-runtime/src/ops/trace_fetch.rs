@@ -10,7 +10,7 @@ use crate::model::trace::{render_steps, Trace, TraceFetchResponse};
 use crate::state::runs::{RunRecord, RunStore};
 
 /// The trace tool of one Language.
-pub(crate) fn trace_fetch(ctx: Ctx<'_>, args: &Args) -> OpResult<TraceFetchResponse> {
+pub(crate) async fn trace_fetch(ctx: Ctx<'_>, args: &Args) -> OpResult<TraceFetchResponse> {
     let info = ctx.lang;
     let requested = requested_level(args)?;
     let narrate = info.effective.declares_sub(SubFeature::Narrate);
@@ -28,7 +28,10 @@ pub(crate) fn trace_fetch(ctx: Ctx<'_>, args: &Args) -> OpResult<TraceFetchRespo
     .filter(|r| r.language == info.spec.name);
     let mut response = fetch(record, &ctx.session.caller.id, requested)?;
     if narrate {
-        response.narration = ctx.engine().narrate(&response, str_arg(args, "question"));
+        let (engine, question) = (ctx.engine(), str_arg(args, "question").map(str::to_owned));
+        let fetched = response.clone();
+        let told = ctx.tool_call().run(move || engine.narrate(&fetched, question.as_deref())).await;
+        response.narration = told.map_err(|end| super::call_failed(&ctx, "the narration", end))?;
     }
     Ok(response)
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::call::{CallEnd, EngineCall};
 use super::{Args, Ctx, OpResult};
 use crate::engine::validation::{ValidateRequest, ValidationCore};
 use crate::engine::CatalogSnapshot;
@@ -19,7 +20,7 @@ use crate::model::risk::RiskHints;
 /// The validate tool.
 pub(crate) async fn validate(ctx: Ctx<'_>, args: &Args) -> OpResult<ValidateResponse> {
     let program = args.get(ctx.lang.spec.program_argument).unwrap_or(&Value::Null);
-    run_validation(ctx, ctx.snapshot()?, program, args.get("context")).await
+    run_validation(ctx, ctx.snapshot().await?, program, args.get("context")).await
 }
 
 /// The text summary of a validate response.
@@ -90,31 +91,30 @@ fn check_size(ctx: Ctx<'_>, program: &Value) -> OpResult<()> {
 async fn call_validator(ctx: Ctx<'_>, request: ValidateRequest) -> OpResult<ValidationCore> {
     let limits = ctx.lang.limits;
     let engine = ctx.engine();
-    let too_slow = || {
-        RequestError::new(
-            ErrorKind::BoundsExceeded,
-            format!("validation exceeded its time bound of {:?}", limits.validate_time),
-        )
-    };
-    let failed = |error: &dyn std::fmt::Display| {
-        tracing::error!(language = ctx.lang.spec.name, %error, "the validator failed");
-        RequestError::internal("the validator failed; the program was not judged")
-    };
-    if limits.isolate_validation {
-        let task = tokio::task::spawn_blocking(move || engine.validate_program(&request));
-        return match tokio::time::timeout(limits.validate_time, task).await {
-            Err(_) => Err(too_slow()),
-            Ok(Err(join)) => Err(failed(&join)),
-            Ok(Ok(core)) => Ok(core),
-        };
-    }
+    let call = EngineCall::new(&limits, limits.validate_time, ctx.slots);
     let started = std::time::Instant::now();
-    let run = std::panic::AssertUnwindSafe(|| engine.validate_program(&request));
-    match std::panic::catch_unwind(run) {
-        Err(_) => Err(failed(&"panicked")),
-        Ok(_) if started.elapsed() > limits.validate_time => Err(too_slow()),
+    let ended = if limits.isolate_validation {
+        call.run(move || engine.validate_program(&request)).await
+    } else {
+        call.run_inline(|| engine.validate_program(&request))
+    };
+    match ended {
+        Ok(_) if started.elapsed() > limits.validate_time => Err(too_slow(&limits)),
         Ok(core) => Ok(core),
+        Err(CallEnd::TimedOut) => Err(too_slow(&limits)),
+        Err(CallEnd::Panicked) => {
+            tracing::error!(language = ctx.lang.spec.name, "the validator panicked");
+            Err(RequestError::internal("the validator failed; the program was not judged"))
+        }
+        Err(end @ CallEnd::Busy) => Err(super::call_failed(&ctx, "validation", end)),
     }
+}
+
+fn too_slow(limits: &crate::engine::Limits) -> RequestError {
+    RequestError::new(
+        ErrorKind::BoundsExceeded,
+        format!("validation exceeded its time bound of {:?}", limits.validate_time),
+    )
 }
 
 /// What the runtime needs to know to turn findings into a response.
@@ -137,6 +137,9 @@ pub fn derive(mut core: ValidationCore, extra: Vec<Diagnostic>, how: &Derivation
             d.code = "constraint".to_owned();
         }
         diagnostics.push(d);
+    }
+    if core.left_out > 0 {
+        diagnostics.push(left_out(core.left_out, diagnostics.len(), core.left_out_error));
     }
     for step in &core.steps {
         if let Some(c) = reserved_char(&step.id) {
@@ -163,6 +166,20 @@ pub fn derive(mut core: ValidationCore, extra: Vec<Diagnostic>, how: &Derivation
         core.references
     });
     ValidateResponse { valid, diagnostics, catalog_version: how.catalog_version.clone(), plan, references }
+}
+
+/// The last diagnostic of a capped response: how many were left out (an error when any of
+/// them was, so `valid` stays what the whole program deserves).
+fn left_out(n: usize, kept: usize, error: bool) -> Diagnostic {
+    let severity = if error { Severity::Error } else { Severity::Warning };
+    let mut d = Diagnostic::new(
+        severity,
+        "constraint",
+        "",
+        format!("{n} more diagnostic(s) left out: this server reports at most the first {kept} per response"),
+    );
+    d.hint("fix the reported ones and validate again to see the rest");
+    d
 }
 
 /// Context findings (Part II §6.4): with a schema, missing or non-conforming context is a

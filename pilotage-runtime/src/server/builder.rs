@@ -47,6 +47,7 @@ pub struct ServerBuilder {
     defaults: Option<CapabilityDeclaration>,
     durable: Option<Arc<dyn RunStore>>,
     stateless: bool,
+    max_engine_calls: Option<usize>,
 }
 
 impl ServerBuilder {
@@ -94,6 +95,15 @@ impl ServerBuilder {
         self
     }
 
+    /// The most engine calls (validations, runs, catalog snapshots, plain tools) running at
+    /// once, server-wide. Past it a call waits for a slot until its own deadline and is then
+    /// refused with `bounds_exceeded`, so a flood queues instead of starving the transport.
+    /// Default: four per available core, at least 4.
+    pub fn max_engine_calls(mut self, n: usize) -> Self {
+        self.max_engine_calls = Some(n.max(1));
+        self
+    }
+
     /// Check every rule that is not decided at compile time and build the server.
     pub fn build(self) -> Result<Server, BuildError> {
         let mut problems = Vec::new();
@@ -123,6 +133,9 @@ impl ServerBuilder {
             info,
             stores,
             stateless: Default::default(),
+            slots: Arc::new(tokio::sync::Semaphore::new(
+                self.max_engine_calls.unwrap_or_else(default_engine_calls),
+            )),
         };
         Ok(Server { shared: Arc::new(shared) })
     }
@@ -179,6 +192,11 @@ impl ServerBuilder {
         }
         problems
     }
+}
+
+/// Four engine calls per available core, at least 4.
+fn default_engine_calls() -> usize {
+    std::thread::available_parallelism().map_or(4, |n| n.get() * 4).max(4)
 }
 
 /// Guide ids are unique across the server (Part II §5.2).

@@ -59,7 +59,7 @@ fn principal(context: &RequestContext<RoleServer>, fallback: impl FnOnce() -> St
 }
 
 /// Serve one `tools/call`. `Err` is the carrier channel.
-async fn call(shared: &Shared, session: &Session, name: &str, args: Args) -> Result<Reply, McpError> {
+async fn call(shared: &Shared, session: &Arc<Session>, name: &str, args: Args) -> Result<Reply, McpError> {
     let Some(entry) = shared.tool(name) else {
         return Err(McpError::invalid_params(format!("Unknown tool: {name}"), None));
     };
@@ -73,12 +73,18 @@ async fn call(shared: &Shared, session: &Session, name: &str, args: Args) -> Res
     let Value::Object(args) = as_value else {
         return Err(McpError::invalid_params("arguments must be an object", None));
     };
-    let ctx = |index: usize| Ctx { lang: &shared.langs[index], index, session, stores: &shared.stores };
+    let ctx = |index: usize| Ctx {
+        lang: &shared.langs[index],
+        index,
+        session,
+        stores: &shared.stores,
+        slots: &shared.slots,
+    };
     let reply = match &entry.route {
         Route::Manifest => Reply::value(&*shared.manifest, shared.manifest_summary.clone()),
         Route::Guide => ops::learn::guide(&shared.langs, &args),
         Route::Catalog => match ops::by_name(&shared.langs, &args) {
-            Ok((l, _)) => ops::lookup::lookup(ctx(l), &args),
+            Ok((l, _)) => ops::lookup::lookup(ctx(l), &args).await,
             Err(e) => Reply::error(e),
         },
         Route::Loop(stage, langs) => match (select(shared, langs, &args), stage) {
@@ -90,11 +96,11 @@ async fn call(shared: &Shared, session: &Session, name: &str, args: Args) -> Res
                 Reply::of(ops::execute::execute(ctx(l), &args).await, ops::execute::summary)
             }
         },
-        Route::Trace(l) => Reply::of(ops::trace_fetch::trace_fetch(ctx(*l), &args), |v| {
+        Route::Trace(l) => Reply::of(ops::trace_fetch::trace_fetch(ctx(*l), &args).await, |v| {
             format!("run {}: {}", v.run_id, v.outcome.status())
         }),
         Route::Promote(l) => ops::promote::promote(ctx(*l), &args).await,
-        Route::Plain(l) => ops::plain::plain(ctx(*l), name, &args),
+        Route::Plain(l) => ops::plain::plain(ctx(*l), name, &args).await,
     };
     if cfg!(debug_assertions) && !matches!(entry.route, Route::Plain(_) | Route::Promote(_)) {
         if let Some(fault) = entry.output.iter_errors(&reply.structured).next() {

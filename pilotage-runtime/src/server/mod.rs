@@ -48,6 +48,8 @@ pub(crate) struct Shared {
     info: ServerConfig,
     stores: Stores,
     stateless: StatelessSessions,
+    /// Slots for concurrent engine calls, server-wide.
+    slots: Arc<tokio::sync::Semaphore>,
 }
 
 impl Shared {

@@ -11,9 +11,9 @@ use crate::model::capabilities::{Capability, CapabilityDeclaration, SubFeature};
 use crate::model::catalog::{CatalogChanges, CatalogGet, CatalogList};
 use crate::model::declaration::ExecutionMode;
 use crate::model::errors::RequestError;
+use crate::model::execution::ExecuteResponse;
 use crate::model::guide::{GuideFetch, GuideIndex};
 use crate::model::manifest::Manifest;
-use crate::model::outcome::ExecuteResponse;
 use crate::model::plan::ValidateResponse;
 use crate::model::trace::TraceFetchResponse;
 

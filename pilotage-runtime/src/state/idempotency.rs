@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::model::outcome::ExecuteResponse;
+use crate::model::execution::ExecuteResponse;
 
 enum Slot {
     Pending { fingerprint: String, done: watch::Receiver<()> },

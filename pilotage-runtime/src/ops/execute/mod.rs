@@ -11,7 +11,7 @@ use crate::model::capabilities::SubFeature;
 use crate::model::declaration::Retention;
 use crate::model::digest;
 use crate::model::errors::{ErrorKind, RequestError};
-use crate::model::outcome::ExecuteResponse;
+use crate::model::execution::ExecuteResponse;
 use crate::ops::{Args, Ctx, OpResult};
 use crate::state::idempotency::Claim;
 

@@ -7,11 +7,14 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::well_formed::{Runnable, WellFormed};
+use crate::engine::call::json_size;
 use crate::engine::{CatalogSnapshot, ExecuteRequest, FinishCore, Recorder};
 use crate::model::declaration::{Retention, TraceLevel};
 use crate::model::diagnostic::Diagnostic;
-use crate::model::outcome::{ExecuteResponse, Outcome};
+use crate::model::execution::ExecuteResponse;
+use crate::model::outcome::Outcome;
 use crate::model::trace::{render_steps, Trace, TraceStep};
+use crate::ops::call::{CallEnd, EngineCall};
 use crate::ops::validate::{check_context, run_validation};
 use crate::ops::{str_arg, Args, Ctx, OpResult};
 use crate::state::runs::{RunRecord, RunStore};
@@ -23,7 +26,7 @@ pub(crate) async fn run_checked(
     checked: WellFormed<'_>,
 ) -> OpResult<ExecuteResponse> {
     let run_id = new_run_id();
-    let snapshot = ctx.snapshot()?;
+    let snapshot = ctx.snapshot().await?;
     if let (Some(expected), Some(snap)) = (str_arg(args, "expected_catalog_version"), &snapshot) {
         if expected != snap.version() {
             return Ok(refused(run_id, Outcome::failure("catalog_drift", "catalog version mismatch"), None));
@@ -44,8 +47,10 @@ pub(crate) async fn run_checked(
         mode: checked.mode,
         test_run: checked.test_run,
     };
-    let recorder = Recorder::new(ctx.lang.limits.max_steps);
-    let ended = call_engine(ctx, request, recorder.clone()).await;
+    let limits = &ctx.lang.limits;
+    let call = EngineCall::new(limits, limits.execute_time, ctx.slots);
+    let recorder = Recorder::bounded(limits.max_steps, &call.bounds);
+    let ended = call_engine(ctx, &call, request, recorder.clone()).await?;
     let findings = recorder.input_findings();
     if !findings.is_empty() && !recorder.started() {
         return Ok(refused(
@@ -126,27 +131,34 @@ enum Ended {
     Finished(FinishCore),
 }
 
-/// The engine's execute method on its own task, so the time bound holds even against an engine
-/// that never yields; a timed-out run is told to stop (`Run::should_stop`) and aborted at its
-/// next await.
-async fn call_engine(ctx: Ctx<'_>, request: ExecuteRequest, recorder: Recorder) -> Ended {
+/// The engine's execute method on a blocking thread (never on the async workers), so the time
+/// bound holds even against an engine that never yields; a timed-out run is told to stop (its
+/// `Run` turns inert, `Run::should_stop` is true) and dropped at its next await.
+async fn call_engine(
+    ctx: Ctx<'_>,
+    call: &EngineCall,
+    request: ExecuteRequest,
+    recorder: Recorder,
+) -> OpResult<Ended> {
     let engine = ctx.engine();
-    let task = {
+    let handle = tokio::runtime::Handle::current();
+    let (work, abort) = {
         let recorder = recorder.clone();
-        tokio::spawn(async move { engine.execute_program(&request, recorder).await })
+        futures::future::abortable(async move { engine.execute_program(&request, recorder).await })
     };
-    let abort = task.abort_handle();
-    match tokio::time::timeout(ctx.lang.limits.execute_time, task).await {
-        Err(_) => {
+    match call.run(move || handle.block_on(work)).await {
+        Err(CallEnd::TimedOut) => {
             recorder.cancel();
             abort.abort();
-            Ended::TimedOut
+            Ok(Ended::TimedOut)
         }
-        Ok(Err(e)) => {
-            tracing::error!(language = ctx.lang.spec.name, error = %e, "the engine failed");
-            Ended::Panicked
+        Err(CallEnd::Panicked) => {
+            tracing::error!(language = ctx.lang.spec.name, "the engine panicked");
+            Ok(Ended::Panicked)
         }
-        Ok(Ok(finish)) => Ended::Finished(finish),
+        Err(end @ CallEnd::Busy) => Err(crate::ops::call_failed(&ctx, "the run", end)),
+        Ok(Err(_aborted)) => Ok(Ended::TimedOut),
+        Ok(Ok(finish)) => Ok(Ended::Finished(finish)),
     }
 }
 
@@ -180,8 +192,24 @@ fn classify(
             ),
             None,
         ),
+        Ended::Finished(_) if recorder.bytes_exceeded() => (
+            Outcome::failure(
+                "partial",
+                format!("execution exceeded its memory bound of {} bytes", limits.max_run_bytes),
+            ),
+            None,
+        ),
         Ended::Finished(_) if late_findings => {
             (Outcome::failure("error", "the input failed binding after execution began"), None)
+        }
+        Ended::Finished(finish) if !recorder.budget().charge(finish.output.as_ref().map_or(0, json_size)) => {
+            (
+                Outcome::failure(
+                    "partial",
+                    format!("the run's output exceeded its memory bound of {} bytes", limits.max_run_bytes),
+                ),
+                None,
+            )
         }
         Ended::Finished(finish) => {
             let output = if finish.outcome.ok() { finish.output } else { None };

@@ -61,7 +61,11 @@ fn runnable<'a>(ctx: Ctx<'_>, args: &'a Args) -> OpResult<Runnable<'a>> {
         ))),
         (Some(p), None) => Ok(Runnable::Inline(p)),
         (None, Some(r)) => {
-            let reference = r.as_str().unwrap_or_default();
+            let Some(reference) = r.as_str() else {
+                return Err(RequestError::invalid(
+                    "`program_ref` is a string: a reference from the promote tool",
+                ));
+            };
             match ctx.session.promoted(ctx.index, reference) {
                 Some(p) if spec.sets.promoted.is_some() => Ok(Runnable::Promoted(p)),
                 _ => Err(RequestError::not_found(format!("unknown program_ref '{reference}'"))),
@@ -115,23 +119,27 @@ fn keys_declared(ctx: Ctx<'_>, args: &Args) -> OpResult<()> {
 /// refused elsewhere.
 fn mode(ctx: Ctx<'_>, args: &Args) -> OpResult<ExecutionMode> {
     let spec = ctx.lang.spec;
-    match (spec.execution, str_arg(args, "mode")) {
-        (Some(ExecutionMode::Both), Some("immediate")) => Ok(ExecutionMode::Immediate),
-        (Some(ExecutionMode::Both), Some("deploy")) => Ok(ExecutionMode::Deploy),
-        (Some(ExecutionMode::Both), Some(m)) => {
-            Err(RequestError::invalid(format!("unknown mode '{m}': use immediate or deploy")))
+    match (spec.execution, args.get("mode")) {
+        (Some(ExecutionMode::Both), Some(Value::String(m))) => match m.as_str() {
+            "immediate" => Ok(ExecutionMode::Immediate),
+            "deploy" => Ok(ExecutionMode::Deploy),
+            m => Err(RequestError::invalid(format!("unknown mode '{m}': use immediate or deploy"))),
+        },
+        (Some(ExecutionMode::Both), Some(_)) => {
+            Err(RequestError::invalid("`mode` is a string: immediate or deploy"))
         }
         (Some(ExecutionMode::Both), None) => Err(RequestError::invalid(format!(
             "{} executes in mode \"both\": `mode` (immediate or deploy) is required",
             spec.name
         ))),
-        (_, Some(_)) if args.contains_key("mode") => Err(RequestError::invalid(format!(
+        // Present with any value, of any type: the member does not apply here.
+        (_, Some(_)) => Err(RequestError::invalid(format!(
             "`mode` applies only to a Language with execution \"both\"; {} is {}",
             spec.name,
             spec.execution.map(ExecutionMode::as_str).unwrap_or("not executable")
         ))),
-        (Some(m), _) => Ok(m),
-        (None, _) => Ok(ExecutionMode::Immediate),
+        (Some(m), None) => Ok(m),
+        (None, None) => Ok(ExecutionMode::Immediate),
     }
 }
 
