@@ -363,3 +363,176 @@ fn sqlite_store_survives_reopen_and_expires() {
     assert_eq!(reopened.purge_expired(), 1);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn bounds(max_bytes: usize, max_diagnostics: usize) -> crate::engine::Bounds {
+    crate::engine::Bounds {
+        signal: crate::engine::Signal::unbounded(),
+        budget: crate::engine::Budget::new(max_bytes),
+        max_diagnostics,
+    }
+}
+
+#[test]
+fn a_budget_refuses_the_charge_that_does_not_fit_and_stays_spent() {
+    let b = crate::engine::Budget::new(100);
+    assert!(b.charge(60));
+    assert!(b.charge(40), "exactly the limit fits");
+    assert!(!b.is_exhausted());
+    assert!(!b.charge(1));
+    assert!(b.is_exhausted());
+    assert!(!b.charge(0), "once spent, every charge fails");
+}
+
+#[test]
+fn a_signal_fires_at_its_deadline_or_when_cancelled() {
+    let past = crate::engine::Signal::until(std::time::Instant::now());
+    assert!(past.is_cancelled());
+    let later = crate::engine::Signal::until(std::time::Instant::now() + std::time::Duration::from_secs(60));
+    assert!(!later.is_cancelled());
+    later.clone().cancel();
+    assert!(later.is_cancelled(), "clones share the signal");
+    assert!(!crate::engine::Signal::current().is_cancelled(), "outside an engine call: unbounded");
+}
+
+#[test]
+fn diagnostics_past_the_cap_are_counted_and_reported_once() {
+    let _entered = bounds(usize::MAX, 3).enter();
+    let mut v = Validation::<Code, Risk>::new(&request());
+    for i in 0..10 {
+        v.error(Code::Unknown, format!("/{i}"), "bad");
+    }
+    let r = validate::derive(
+        v.finish(),
+        vec![],
+        &Derivation { codes: &["unknown", "constraint"], plan: true, catalog_version: None },
+    );
+    assert_eq!(r.diagnostics.len(), 4);
+    assert!(!r.valid);
+    let last = &r.diagnostics[3];
+    assert_eq!((last.code.as_str(), last.severity), ("constraint", Severity::Error));
+    assert_eq!(
+        last.message,
+        "7 more diagnostic(s) left out: this server reports at most the first 3 per response"
+    );
+    // At the cap exactly, nothing is left out.
+    let _entered = bounds(usize::MAX, 10).enter();
+    let mut v = Validation::<Code, Risk>::new(&request());
+    for i in 0..10 {
+        v.warning(Code::Unknown, format!("/{i}"), "meh");
+    }
+    assert_eq!(v.finish().left_out, 0);
+}
+
+#[test]
+fn a_validation_past_its_byte_budget_is_a_bound_and_turns_inert() {
+    let _entered = bounds(200, usize::MAX).enter();
+    let mut v = Validation::<Code, Risk>::new(&request());
+    v.error(Code::Unknown, "/a", "short");
+    v.error(Code::Unknown, "/b", "x".repeat(500));
+    v.step("s", Risk::Safe);
+    let core = v.finish();
+    assert_eq!(core.diagnostics.len(), 1);
+    assert!(core.steps.is_empty(), "inert after the bound");
+    assert_eq!(core.bound_exceeded.as_deref(), Some("validation exceeded its memory bound of 200 bytes"));
+}
+
+#[test]
+fn a_cancelled_validation_keeps_nothing_more() {
+    let b = bounds(usize::MAX, usize::MAX);
+    let _entered = b.enter();
+    let mut v = Validation::<Code, Risk>::new(&request());
+    v.step("kept", Risk::Safe);
+    assert!(!v.is_cancelled());
+    b.signal.cancel();
+    assert!(v.is_cancelled());
+    v.step("dropped", Risk::Wipe);
+    v.error(Code::Unknown, "", "dropped");
+    let core = v.finish();
+    assert_eq!(core.steps.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(), ["kept"]);
+    assert!(core.diagnostics.is_empty());
+}
+
+#[test]
+fn a_run_records_until_its_budget_or_signal_and_then_is_inert() {
+    use crate::engine::{ExecuteRequest, Recorder, Run};
+    let request = ExecuteRequest {
+        run_id: "run_t".into(),
+        program: Arc::new(json!({})),
+        input: None,
+        context: None,
+        catalog: None,
+        caller: crate::engine::Caller::new("t"),
+        mode: crate::model::declaration::ExecutionMode::Immediate,
+        test_run: false,
+        promoted: Arc::new(Default::default()),
+    };
+    let b = bounds(300, usize::MAX);
+    let recorder = Recorder::bounded(100, &b);
+    let mut run = Run::<crate::model::closed_sets::NoStatus>::new(&request, recorder.clone());
+    run.step("a").output(json!("small")).succeeded();
+    run.step("b").output(json!("y".repeat(1000))).succeeded();
+    run.step("c").succeeded();
+    assert_eq!(recorder.steps().iter().map(|s| s.id.as_str()).collect::<Vec<_>>(), ["a"]);
+    assert!(recorder.bytes_exceeded() && run.should_stop());
+    // A cancelled run records nothing more, though bytes remain.
+    let b = bounds(usize::MAX, usize::MAX);
+    let recorder = Recorder::bounded(100, &b);
+    let mut run = Run::<crate::model::closed_sets::NoStatus>::new(&request, recorder.clone());
+    run.step("a").succeeded();
+    recorder.cancel();
+    assert!(run.is_cancelled() && b.signal.is_cancelled());
+    run.step("b").succeeded();
+    assert_eq!(recorder.steps().len(), 1);
+    assert!(!recorder.exceeded(), "a cancelled run did not exceed its step bound");
+}
+
+#[test]
+fn session_run_stores_evict_the_oldest_past_their_caps() {
+    use crate::state::MemoryRunStore;
+    let record = |id: &str, text: &str| RunRecord {
+        run_id: id.into(),
+        owner: "o".into(),
+        language: "l/v1".into(),
+        outcome: crate::model::outcome::Outcome::success(),
+        output: Some(json!(text)),
+        level: crate::model::declaration::TraceLevel::Full,
+        steps: vec![],
+        stats: None,
+    };
+    let by_count = MemoryRunStore::bounded(2, usize::MAX);
+    for id in ["r1", "r2", "r3"] {
+        by_count.put(record(id, ""), std::time::Duration::MAX).unwrap();
+    }
+    assert!(by_count.get("r1").is_none() && by_count.get("r2").is_some() && by_count.get("r3").is_some());
+    assert_eq!(by_count.held().0, 2);
+    let size = crate::engine::call::json_size(&record("r1", &"x".repeat(100)));
+    let by_bytes = MemoryRunStore::bounded(100, 2 * size);
+    for id in ["r1", "r2", "r3"] {
+        by_bytes.put(record(id, &"x".repeat(100)), std::time::Duration::MAX).unwrap();
+    }
+    assert_eq!(by_bytes.held(), (2, 2 * size));
+    assert!(by_bytes.get("r1").is_none());
+    let too_big = by_bytes.put(record("r4", &"x".repeat(10 * size)), std::time::Duration::MAX);
+    assert!(too_big.is_err(), "a record larger than the whole bound is not kept");
+    assert!(by_bytes.get("r3").is_some(), "and evicts nothing");
+}
+
+#[test]
+fn sqlite_store_purges_expired_runs_and_replays() {
+    let store = SqliteRunStore::in_memory().unwrap();
+    let record = RunRecord {
+        run_id: "run_old".into(),
+        owner: "o".into(),
+        language: "l/v1".into(),
+        outcome: crate::model::outcome::Outcome::success(),
+        output: None,
+        level: crate::model::declaration::TraceLevel::Full,
+        steps: vec![],
+        stats: None,
+    };
+    store.put(record, std::time::Duration::ZERO).unwrap();
+    store.put_replay("k", "f", &json!({}), std::time::Duration::ZERO).unwrap();
+    store.put_replay("k2", "f", &json!({}), std::time::Duration::from_secs(60)).unwrap();
+    assert_eq!(store.purge_expired(), 2, "one run and one replay had expired");
+    assert!(store.get_replay("k2").is_some());
+}

@@ -151,7 +151,7 @@ thread_local! {
 }
 
 /// The size of `v`'s JSON text, counted without building it.
-pub fn json_size(v: &serde_json::Value) -> usize {
+pub fn json_size<T: serde::Serialize + ?Sized>(v: &T) -> usize {
     struct Count(usize);
     impl std::io::Write for Count {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

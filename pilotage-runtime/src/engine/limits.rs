@@ -29,6 +29,15 @@ pub struct Limits {
     /// [`Budget`](super::Budget) for the values it builds. Past it a run ends `partial`, a
     /// validation with `bounds_exceeded`.
     pub max_run_bytes: usize,
+    /// Runs one session keeps per Language under `"session"` retention; the oldest are evicted
+    /// past it.
+    pub max_retained_runs: usize,
+    /// Bytes of run records one session keeps per Language under `"session"` retention; the
+    /// oldest are evicted past it.
+    pub max_retained_bytes: usize,
+    /// How long an idempotency key is remembered when the Language's retention is not an ISO
+    /// 8601 duration (under a duration, the key lives exactly as long as the Run's record).
+    pub idempotency_window: Duration,
     /// Diagnostics one validate response carries; past it the rest are counted and a last
     /// `constraint` diagnostic says how many were left out.
     pub max_diagnostics: usize,
@@ -43,7 +52,8 @@ pub struct Limits {
 
 impl Default for Limits {
     /// 2 s to validate, 10 s to execute, 10 s for any other engine call, 10 000 steps, 1 MiB
-    /// programs, depth 64, 16 MiB per engine call, 1 000 diagnostics, isolated validation.
+    /// programs, depth 64, 16 MiB per engine call, 1 000 diagnostics, 1 000 retained runs and
+    /// 64 MiB of them per session and Language, idempotency keys for 24 h, isolated validation.
     fn default() -> Self {
         Limits {
             validate_time: Duration::from_secs(2),
@@ -54,6 +64,9 @@ impl Default for Limits {
             max_depth: 64,
             max_run_bytes: 16 << 20,
             max_diagnostics: 1_000,
+            max_retained_runs: 1_000,
+            idempotency_window: Duration::from_secs(24 * 3600),
+            max_retained_bytes: 64 << 20,
             isolate_validation: true,
         }
     }

@@ -23,7 +23,7 @@ pub(crate) async fn trace_fetch(ctx: Ctx<'_>, args: &Args) -> OpResult<TraceFetc
     let run_id = str_arg(args, "run_id").unwrap_or_default();
     let record = match &info.spec.retention {
         Some(Retention::Duration { .. }) => ctx.stores.durable.as_ref().and_then(|s| s.get(run_id)),
-        _ => ctx.session.runs.get(run_id),
+        _ => ctx.session.runs.get(ctx.index).and_then(|runs| runs.get(run_id)),
     }
     .filter(|r| r.language == info.spec.name);
     let mut response = fetch(record, &ctx.session.caller.id, requested)?;

@@ -18,6 +18,7 @@ use crate::model::declaration::Retention;
 use crate::model::manifest::{EXTENSION_ID, PILOTAGE_VERSION};
 use crate::ops::{learn, Hosted};
 use crate::state::runs::RunStore;
+use crate::state::session::StatelessSessions;
 use crate::state::Stores;
 
 /// Why a server could not be built: every violation found, each naming the Language and rule.
@@ -48,6 +49,7 @@ pub struct ServerBuilder {
     durable: Option<Arc<dyn RunStore>>,
     stateless: bool,
     max_engine_calls: Option<usize>,
+    principals: Option<(usize, std::time::Duration)>,
 }
 
 impl ServerBuilder {
@@ -104,6 +106,14 @@ impl ServerBuilder {
         self
     }
 
+    /// Bound the worlds of callers without an MCP session (stateless requests): at most `max`
+    /// principals, each forgotten after `idle` without a request (least recently used first
+    /// past the cap). Default: 1 024 principals, 10 minutes.
+    pub fn principals(mut self, max: usize, idle: std::time::Duration) -> Self {
+        self.principals = Some((max, idle));
+        self
+    }
+
     /// Check every rule that is not decided at compile time and build the server.
     pub fn build(self) -> Result<Server, BuildError> {
         let mut problems = Vec::new();
@@ -132,7 +142,10 @@ impl ServerBuilder {
             manifest_summary,
             info,
             stores,
-            stateless: Default::default(),
+            stateless: {
+                let (max, idle) = self.principals.unwrap_or((1_024, std::time::Duration::from_secs(600)));
+                StatelessSessions::new(max, idle)
+            },
             slots: Arc::new(tokio::sync::Semaphore::new(
                 self.max_engine_calls.unwrap_or_else(default_engine_calls),
             )),

@@ -61,14 +61,18 @@ impl Shared {
         self.factories.iter().map(|f| f()).collect()
     }
 
+    fn limits(&self) -> Vec<crate::engine::Limits> {
+        self.langs.iter().map(|l| l.limits).collect()
+    }
+
     fn new_session(&self, caller: Caller) -> Arc<Session> {
-        Arc::new(Session::new(caller, self.engines(), false))
+        Arc::new(Session::new(caller, self.engines(), false, &self.limits()))
     }
 
     /// The world of a principal without an MCP session (stateless 2026-07-28 requests): one
     /// per authorization identity, so an unauthorized name or run stays invisible.
     fn stateless_session(&self, principal: String) -> Arc<Session> {
-        self.stateless.get_or_create(principal, || self.engines())
+        self.stateless.get_or_create(principal, || self.engines(), &self.limits())
     }
 }
 

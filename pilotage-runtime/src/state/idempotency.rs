@@ -48,6 +48,7 @@ impl Idempotency {
         loop {
             let mut wait = {
                 let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+                forget_expired(&mut slots);
                 match slots.get(&k) {
                     Some(Slot::Done { fingerprint: f, response, until }) if *until > Instant::now() => {
                         return if *f == fingerprint {
@@ -78,6 +79,24 @@ impl Idempotency {
             // The first request is still running: wait until it records or releases.
             let _ = wait.changed().await;
         }
+    }
+}
+
+/// Past this many keys, every claim first forgets the keys whose window has passed.
+const SWEEP_ABOVE: usize = 1_024;
+
+fn forget_expired(slots: &mut HashMap<(String, String), Slot>) {
+    if slots.len() > SWEEP_ABOVE {
+        let now = Instant::now();
+        slots.retain(|_, slot| !matches!(slot, Slot::Done { until, .. } if *until <= now));
+    }
+}
+
+impl Idempotency {
+    /// How many keys are held (pending or recorded).
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.slots.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 }
 

@@ -1,12 +1,13 @@
 //! Run records and where they live (Part II §6.6, §8): the [`RunStore`] trait and the in-memory
 //! store of `"session"` retention.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::engine::call::json_size;
 use crate::model::declaration::TraceLevel;
 use crate::model::outcome::Outcome;
 use crate::model::trace::{present, TraceStep};
@@ -61,21 +62,70 @@ pub trait RunStore: Send + Sync + 'static {
     }
 }
 
-/// An in-memory store: the right store for `"session"` retention (one per session, so
-/// records live exactly as long as the session).
-#[derive(Default)]
+/// An in-memory store: the right store for `"session"` retention (one per session and
+/// Language, so records live exactly as long as the session). Bounded: past
+/// [`Limits::max_retained_runs`](crate::engine::Limits::max_retained_runs) records or
+/// [`Limits::max_retained_bytes`](crate::engine::Limits::max_retained_bytes) bytes the oldest
+/// records are evicted (a fetch of an evicted run is `not_found`, which retention allows).
 pub struct MemoryRunStore {
-    runs: Mutex<HashMap<String, RunRecord>>,
+    max_runs: usize,
+    max_bytes: usize,
+    held: Mutex<Held>,
+}
+
+#[derive(Default)]
+struct Held {
+    runs: HashMap<String, (RunRecord, usize)>,
+    order: VecDeque<String>,
+    bytes: usize,
+}
+
+impl MemoryRunStore {
+    /// A store keeping at most `max_runs` records and `max_bytes` bytes of them.
+    pub fn bounded(max_runs: usize, max_bytes: usize) -> Self {
+        MemoryRunStore { max_runs: max_runs.max(1), max_bytes, held: Mutex::default() }
+    }
+
+    /// How many records and bytes are held.
+    pub fn held(&self) -> (usize, usize) {
+        let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        (held.runs.len(), held.bytes)
+    }
+}
+
+impl Default for MemoryRunStore {
+    /// The defaults of [`Limits`](crate::engine::Limits).
+    fn default() -> Self {
+        let limits = crate::engine::Limits::default();
+        Self::bounded(limits.max_retained_runs, limits.max_retained_bytes)
+    }
 }
 
 impl RunStore for MemoryRunStore {
     fn put(&self, record: RunRecord, _keep_for: std::time::Duration) -> Result<(), String> {
-        let mut runs = self.runs.lock().map_err(|_| "run store poisoned".to_owned())?;
-        runs.insert(record.run_id.clone(), record);
+        let size = json_size(&record);
+        if size > self.max_bytes {
+            return Err(format!(
+                "a run record of {size} bytes exceeds the retention bound of {} bytes",
+                self.max_bytes
+            ));
+        }
+        let mut held = self.held.lock().map_err(|_| "run store poisoned".to_owned())?;
+        while held.runs.len() >= self.max_runs || held.bytes + size > self.max_bytes {
+            let Some(oldest) = held.order.pop_front() else { break };
+            if let Some((_, n)) = held.runs.remove(&oldest) {
+                held.bytes -= n;
+            }
+        }
+        held.order.push_back(record.run_id.clone());
+        held.bytes += size;
+        if let Some((_, replaced)) = held.runs.insert(record.run_id.clone(), (record, size)) {
+            held.bytes -= replaced;
+        }
         Ok(())
     }
     fn get(&self, run_id: &str) -> Option<RunRecord> {
-        self.runs.lock().ok()?.get(run_id).cloned()
+        self.held.lock().ok()?.runs.get(run_id).map(|(r, _)| r.clone())
     }
     fn durable(&self) -> bool {
         false

@@ -25,7 +25,11 @@ use super::runs::{RunRecord, RunStore};
 pub struct SqliteRunStore {
     conn: Mutex<Connection>,
     durable: bool,
+    writes: std::sync::atomic::AtomicUsize,
 }
+
+/// Writes between two purges of expired rows.
+pub const PURGE_EVERY: usize = 256;
 
 fn now_ms() -> i64 {
     let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
@@ -61,18 +65,33 @@ impl SqliteRunStore {
              );",
         )
         .map_err(|e| e.to_string())?;
-        Ok(SqliteRunStore { conn: Mutex::new(conn), durable })
+        Ok(SqliteRunStore { conn: Mutex::new(conn), durable, writes: Default::default() })
     }
 
     /// Delete expired records; returns how many.
+    /// Delete expired run records and idempotency records; returns how many. Called every
+    /// [`PURGE_EVERY`] writes, so a store never holds more than that many expired rows past
+    /// their window.
     pub fn purge_expired(&self) -> usize {
         let Ok(conn) = self.conn.lock() else { return 0 };
-        conn.execute("DELETE FROM pilotage_runs WHERE expires_at_ms <= ?1", params![now_ms()]).unwrap_or(0)
+        let now = now_ms();
+        let runs =
+            conn.execute("DELETE FROM pilotage_runs WHERE expires_at_ms <= ?1", params![now]).unwrap_or(0);
+        let replays =
+            conn.execute("DELETE FROM pilotage_replays WHERE expires_at_ms <= ?1", params![now]).unwrap_or(0);
+        runs + replays
+    }
+
+    fn count_write(&self) {
+        if self.writes.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % PURGE_EVERY == PURGE_EVERY - 1 {
+            self.purge_expired();
+        }
     }
 }
 
 impl RunStore for SqliteRunStore {
     fn put(&self, record: RunRecord, keep_for: Duration) -> Result<(), String> {
+        self.count_write();
         let text = serde_json::to_string(&record).map_err(|e| e.to_string())?;
         let retention_ms = i64::try_from(keep_for.as_millis()).unwrap_or(i64::MAX);
         let expires = now_ms().saturating_add(retention_ms);
@@ -110,6 +129,7 @@ impl RunStore for SqliteRunStore {
         response: &serde_json::Value,
         keep_for: Duration,
     ) -> Result<(), String> {
+        self.count_write();
         let keep_ms = i64::try_from(keep_for.as_millis()).unwrap_or(i64::MAX);
         let conn = self.conn.lock().map_err(|_| "run store poisoned".to_owned())?;
         conn.execute(

@@ -61,7 +61,7 @@ pub(crate) async fn execute(ctx: Ctx<'_>, args: &Args) -> OpResult<ExecuteRespon
             if !REFUSALS.contains(&response.outcome.status()) {
                 let window = match &ctx.lang.spec.retention {
                     Some(Retention::Duration { length, .. }) => *length,
-                    _ => std::time::Duration::MAX,
+                    _ => ctx.lang.limits.idempotency_window,
                 };
                 if let Some((store, length)) = durable {
                     let value = serde_json::to_value(&response).unwrap_or(Value::Null);

@@ -240,7 +240,10 @@ fn retain(ctx: Ctx<'_>, checked: &WellFormed<'_>, record: RunRecord) {
             Some(store) => store.put(record, *length),
             None => Err("no durable run store is configured".to_owned()),
         },
-        _ => ctx.session.runs.put(record, std::time::Duration::MAX),
+        _ => match ctx.session.runs.get(ctx.index) {
+            Some(runs) => runs.put(record, std::time::Duration::MAX),
+            None => Err("no session run store".to_owned()),
+        },
     };
     if let Err(e) = stored {
         tracing::error!(run_id, error = %e, "could not retain run record");
