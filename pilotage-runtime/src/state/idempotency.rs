@@ -126,3 +126,35 @@ impl Drop for Guard<'_> {
         // Dropping the sender wakes every waiter, which then re-reads the table.
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::outcome::Outcome;
+
+    fn response() -> ExecuteResponse {
+        ExecuteResponse {
+            run_id: "run_x".into(),
+            outcome: Outcome::success(),
+            output: None,
+            diagnostics: None,
+            trace: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn keys_past_their_window_are_swept_once_the_table_grows() {
+        let table = Idempotency::default();
+        for i in 0..=SWEEP_ABOVE {
+            match table.claim("c", &format!("k{i}"), "f".into()).await {
+                Claim::Fresh(guard) => guard.record(&response(), Duration::ZERO),
+                _ => panic!("a fresh key"),
+            }
+        }
+        assert_eq!(table.len(), SWEEP_ABOVE + 1);
+        let Claim::Fresh(guard) = table.claim("c", "live", "f".into()).await else { panic!("a fresh key") };
+        guard.record(&response(), Duration::from_secs(60));
+        assert_eq!(table.len(), 1, "every expired key was forgotten, the live one kept");
+        assert!(matches!(table.claim("c", "live", "f".into()).await, Claim::Replay(_)));
+    }
+}
