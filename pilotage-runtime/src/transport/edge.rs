@@ -107,6 +107,7 @@ fn effective_max_connections(wanted: usize) -> usize {
 
 /// The soft and hard `RLIMIT_NOFILE` of this process.
 #[cfg(unix)]
+#[allow(clippy::unnecessary_cast, reason = "rlim_t is u64 on Linux, not on every unix")]
 pub(crate) fn nofile_limit() -> io::Result<(u64, u64)> {
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: `limit` is a valid, writable `rlimit`.
