@@ -18,31 +18,42 @@
 //!   is not JSON. The adapter answers HTTP 400 with a JSON-RPC `-32700` Parse
 //!   error instead. Bodies over 4 MiB get HTTP 413.
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
-use axum::body::Body;
-use axum::extract::Request;
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::ServerHandler;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
+use super::edge::{self, EdgeLimits};
+use super::sessions::{self, CappedSessions};
 use super::{invalid_request, parse_error};
 
 /// Largest accepted POST body (the same 4 MiB default rmcp uses).
 const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 const JSON_MIME: &str = "application/json";
 const SSE_MIME: &str = "text/event-stream";
+const SESSION_HEADER: &str = "mcp-session-id";
 
-/// How the Streamable HTTP endpoint behaves.
-#[derive(Debug, Clone, Default)]
+/// Origins accepted by default: loopback pages on any port.
+const LOOPBACK_ORIGINS: [&str; 3] = ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"];
+
+/// How the Streamable HTTP endpoint behaves, and the bounds it puts on clients.
+///
+/// The connection settings (`max_connections`, `header_read_timeout`) are applied by
+/// [`serve_http`] and [`serve_listener`]; a [`Router`] from [`mcp_service`] mounted elsewhere
+/// gets the others (origins, sessions, body timeout) and its host server sets the rest.
+#[derive(Debug, Clone)]
 pub struct HttpOptions {
     /// `false` (the default): legacy protocol versions get `Mcp-Session-Id`
     /// sessions, and the handler factory runs once per session.
@@ -57,6 +68,50 @@ pub struct HttpOptions {
     /// names only (`localhost`, `127.0.0.1`, `::1`); an empty list accepts any
     /// host.
     pub allowed_hosts: Option<Vec<String>>,
+    /// Accepted `Origin` header values, as the MCP transport specification requires against
+    /// cross-site requests from browsers: entries like `"https://app.example.com:443"`, with
+    /// `:*` for any port (see rmcp's `StreamableHttpServerConfig::allowed_origins`). A request
+    /// without `Origin` always passes; one with another `Origin` gets HTTP 403.
+    ///
+    /// `None` (the default) accepts loopback pages only: `http://localhost:*`,
+    /// `http://127.0.0.1:*` and `http://[::1]:*`. An empty list accepts any origin.
+    pub allowed_origins: Option<Vec<String>>,
+    /// Most TCP connections served at once; default 4096, lowered at start to the process's
+    /// open-file limit minus 64. Past it the server stops accepting: new connections wait in
+    /// the kernel's listen backlog until a served one closes (they are not refused).
+    pub max_connections: usize,
+    /// Time a client has to send a request's headers, counted from the moment the
+    /// connection awaits a request: on accept, and again after each response. It is thus also
+    /// the keep-alive idle timeout (hyper's HTTP/1 server uses one timer for both). Default
+    /// 10 s. When it expires the connection is closed.
+    pub header_read_timeout: Duration,
+    /// Time a client has to send a whole POST body once its headers are in; default 10 s.
+    /// Past it the request gets HTTP 408 with a JSON-RPC `-32600` error and the connection
+    /// is closed.
+    pub body_read_timeout: Duration,
+    /// Most live MCP sessions; default 1024. An `initialize` past it gets HTTP 503 with a
+    /// JSON-RPC `-32000` error saying the session limit was reached; closing a session (HTTP
+    /// DELETE) or its idle expiry frees the slot.
+    pub max_sessions: usize,
+    /// A session with no traffic for this long is closed (rmcp's `SessionConfig::keep_alive`);
+    /// default 300 s, rmcp's own default: long enough for the minutes a person or a model
+    /// may spend between tool calls, short enough that abandoned sessions free their slot.
+    pub session_idle: Duration,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            stateless: false,
+            allowed_hosts: None,
+            allowed_origins: None,
+            max_connections: 4096,
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(10),
+            max_sessions: 1024,
+            session_idle: Duration::from_secs(300),
+        }
+    }
 }
 
 /// Builds an axum [`Router`] serving MCP Streamable HTTP (POST, GET and DELETE)
@@ -74,6 +129,9 @@ where
 
 /// Binds `addr`, serves [`mcp_service`] at `/mcp`, and runs until ctrl-c.
 ///
+/// First raises the process's soft open-file limit to its hard limit (see
+/// [`raise_nofile_limit`]), so that many idle connections do not lock new clients out.
+///
 /// On ctrl-c, open sessions and SSE streams are closed and in-flight HTTP
 /// requests are allowed to finish before this returns `Ok(())`.
 pub async fn serve_http<S, F>(factory: F, addr: SocketAddr, options: HttpOptions) -> std::io::Result<()>
@@ -81,21 +139,57 @@ where
     F: Fn() -> S + Send + Sync + 'static,
     S: ServerHandler,
 {
-    let shutdown = CancellationToken::new();
-    let app = Router::new().nest("/mcp", router(factory, options, shutdown.clone()));
+    match raise_nofile_limit() {
+        Ok((before, after)) => tracing::info!(before, after, "open-file limit (soft RLIMIT_NOFILE)"),
+        Err(e) => tracing::warn!(error = %e, "cannot raise the open-file limit"),
+    }
     let listener = tokio::net::TcpListener::bind(addr).await?;
     tracing::info!(address = %listener.local_addr()?, "serving MCP over HTTP at /mcp");
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            if let Err(e) = tokio::signal::ctrl_c().await {
-                tracing::warn!(error = %e, "cannot listen for ctrl-c; serving until killed");
-                std::future::pending::<()>().await;
-            }
-            // Ends rmcp's sessions and long-lived SSE streams, so that the
-            // graceful shutdown does not wait on them forever.
-            shutdown.cancel();
-        })
-        .await
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::warn!(error = %e, "cannot listen for ctrl-c; serving until killed");
+            std::future::pending::<()>().await;
+        }
+    };
+    serve_listener(factory, listener, options, ctrl_c).await
+}
+
+/// Serves [`mcp_service`] at `/mcp` on an already bound `listener` until `shutdown`
+/// completes, with the connection bounds of `options` (`max_connections`,
+/// `header_read_timeout`) and `TCP_NODELAY` on every connection.
+///
+/// On shutdown, open sessions and SSE streams are closed and in-flight HTTP requests are
+/// allowed to finish before this returns `Ok(())`. Unlike [`serve_http`], this leaves the
+/// open-file limit alone.
+pub async fn serve_listener<S, F>(
+    factory: F,
+    listener: tokio::net::TcpListener,
+    options: HttpOptions,
+    shutdown: impl Future<Output = ()> + Send,
+) -> std::io::Result<()>
+where
+    F: Fn() -> S + Send + Sync + 'static,
+    S: ServerHandler,
+{
+    let cancel = CancellationToken::new();
+    let limits = EdgeLimits {
+        max_connections: options.max_connections,
+        header_read_timeout: options.header_read_timeout,
+    };
+    let app = Router::new().nest("/mcp", router(factory, options, cancel.clone()));
+    let shutdown = async move {
+        shutdown.await;
+        // Ends rmcp's sessions and long-lived SSE streams, so that the
+        // graceful shutdown does not wait on them forever.
+        cancel.cancel();
+    };
+    edge::serve_connections(listener, app, limits, shutdown).await
+}
+
+/// Raises this process's soft `RLIMIT_NOFILE` to its hard limit and returns the soft limit
+/// before and after (unchanged where the platform has no such limit). [`serve_http`] calls it.
+pub fn raise_nofile_limit() -> std::io::Result<(u64, u64)> {
+    edge::raise_nofile_limit()
 }
 
 fn router<S, F>(factory: F, options: HttpOptions, shutdown: CancellationToken) -> Router
@@ -103,40 +197,47 @@ where
     F: Fn() -> S + Send + Sync + 'static,
     S: ServerHandler,
 {
+    let origins = options.allowed_origins.unwrap_or_else(|| LOOPBACK_ORIGINS.map(String::from).to_vec());
     let mut config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(!options.stateless)
         .with_json_response(options.stateless)
         .with_max_request_body_bytes(MAX_BODY_BYTES)
+        .with_allowed_origins(origins)
         .with_cancellation_token(shutdown);
     if let Some(hosts) = options.allowed_hosts {
         config = config.with_allowed_hosts(hosts);
     }
-    let service =
-        StreamableHttpService::new(move || Ok(factory()), Arc::new(LocalSessionManager::default()), config);
-    Router::new().route_service("/", service).layer(axum::middleware::from_fn(adapt_post))
+    let sessions = CappedSessions::new(options.max_sessions, options.session_idle);
+    let service = StreamableHttpService::new(move || Ok(factory()), Arc::new(sessions), config);
+    let adapter = Adapter { body_read_timeout: options.body_read_timeout };
+    Router::new().route_service("/", service).layer(axum::middleware::from_fn_with_state(adapter, adapt_post))
 }
 
-/// The interop adapter described in the module docs.
-async fn adapt_post(request: Request, next: Next) -> Response {
+/// What [`adapt_post`] needs from the options.
+#[derive(Clone, Copy)]
+struct Adapter {
+    body_read_timeout: Duration,
+}
+
+/// The interop adapter described in the module docs, plus the body read timeout and the
+/// session-limit reply.
+async fn adapt_post(State(adapter): State<Adapter>, request: Request, next: Next) -> Response {
     if request.method() != Method::POST {
         return next.run(request).await;
     }
     let (mut parts, body) = request.into_parts();
-    let bytes = match Limited::new(body, MAX_BODY_BYTES).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) if e.is::<LengthLimitError>() => {
-            let message = format!("Invalid Request: body exceeds {MAX_BODY_BYTES} bytes");
-            return json_error(StatusCode::PAYLOAD_TOO_LARGE, -32600, message);
-        }
-        Err(e) => {
-            let message = format!("Failed to read request body: {e}");
-            return (StatusCode::BAD_REQUEST, message).into_response();
-        }
+    let bytes = match read_body(body, adapter.body_read_timeout).await {
+        Ok(bytes) => bytes,
+        Err(response) => return response,
     };
-    let id = match serde_json::from_slice::<Value>(&bytes) {
+    let (id, opens_session) = match serde_json::from_slice::<Value>(&bytes) {
         Ok(v) => match invalid_request(&v) {
             Some(reply) => return json_response(StatusCode::BAD_REQUEST, &reply),
-            None => v.get("id").cloned().unwrap_or(Value::Null),
+            None => {
+                let opens = v.get("method") == Some(&json!("initialize"))
+                    && !parts.headers.contains_key(SESSION_HEADER);
+                (v.get("id").cloned().unwrap_or(Value::Null), opens)
+            }
         },
         Err(e) => return json_response(StatusCode::BAD_REQUEST, &parse_error(e)),
     };
@@ -153,11 +254,57 @@ async fn adapt_post(request: Request, next: Next) -> Response {
         let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32600, "message": "Invalid Request: not a JSON-RPC 2.0 message"}});
         return json_response(StatusCode::BAD_REQUEST, &error);
     }
+    if opens_session && response.status() == StatusCode::INTERNAL_SERVER_ERROR {
+        return session_limit_reply(response, id).await;
+    }
     if plain_json && has_essence(response.headers(), SSE_MIME) {
         first_sse_response(response).await
     } else {
         response
     }
+}
+
+/// Reads a POST body of at most [`MAX_BODY_BYTES`] within `timeout`, or the error response.
+async fn read_body(body: Body, timeout: Duration) -> Result<Bytes, Response> {
+    let collect = Limited::new(body, MAX_BODY_BYTES).collect();
+    match tokio::time::timeout(timeout, collect).await {
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(e)) if e.is::<LengthLimitError>() => {
+            let message = format!("Invalid Request: body exceeds {MAX_BODY_BYTES} bytes");
+            Err(json_error(StatusCode::PAYLOAD_TOO_LARGE, -32600, message))
+        }
+        Ok(Err(e)) => {
+            let message = format!("Failed to read request body: {e}");
+            Err((StatusCode::BAD_REQUEST, message).into_response())
+        }
+        Err(_) => {
+            let message = format!("Invalid Request: body not received within {timeout:?}");
+            let mut response = json_error(StatusCode::REQUEST_TIMEOUT, -32600, message);
+            response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+            Err(response)
+        }
+    }
+}
+
+/// rmcp answers an `initialize` it cannot open a session for with HTTP 500 and a text body;
+/// when that text says the session cap was hit, the client gets HTTP 503 with a JSON-RPC
+/// error instead. Other 500s pass through unchanged.
+async fn session_limit_reply(response: Response, id: Value) -> Response {
+    let (parts, body) = response.into_parts();
+    let bytes = match Limited::new(body, 64 * 1024).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => Bytes::new(),
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let Some(start) = text.find(sessions::LIMIT_REACHED) else {
+        return Response::from_parts(parts, Body::from(bytes));
+    };
+    let reason = text[start..].trim();
+    let message = format!("Server busy: {reason}; close a session or retry later");
+    let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": message}});
+    let mut response = json_response(StatusCode::SERVICE_UNAVAILABLE, &body);
+    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    response
 }
 
 /// Whether `Accept` lists `text/event-stream` with a non-zero quality.
@@ -281,12 +428,10 @@ fn json_error(status: StatusCode, code: i64, message: String) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use axum::body::Bytes;
     use http_body_util::Full;
     use hyper::body::Incoming;
     use hyper_util::rt::TokioIo;
     use rmcp::model::{ServerCapabilities, ServerConfig};
-    use std::time::Duration;
 
     /// A server with the tools capability and no tools.
     struct Trivial;
@@ -407,7 +552,7 @@ mod tests {
 
     #[tokio::test]
     async fn stateless_mode_answers_without_a_session() {
-        let addr = start(HttpOptions { stateless: true, allowed_hosts: None }).await;
+        let addr = start(HttpOptions { stateless: true, ..HttpOptions::default() }).await;
         let response = post(addr, &[], TOOLS_LIST).await;
         assert_eq!(response.status(), StatusCode::OK);
         assert!(!response.headers().contains_key("mcp-session-id"));

@@ -11,10 +11,12 @@
 //!   of `406 Not Acceptable` or an SSE stream, and a body that is not JSON gets
 //!   HTTP 400 with a JSON-RPC `-32700` error instead of a `415` text body.
 
+mod edge;
 pub mod http;
+mod sessions;
 pub mod stdio;
 
-pub use self::http::{mcp_service, serve_http, HttpOptions};
+pub use self::http::{mcp_service, raise_nofile_limit, serve_http, serve_listener, HttpOptions};
 pub use self::stdio::{serve_lines, serve_stdio};
 
 use std::net::SocketAddr;
@@ -43,10 +45,22 @@ impl Server {
         http::mcp_service(move || server.handler(), options)
     }
 
-    /// Serve Streamable HTTP at `http://addr/mcp` until ctrl-c.
+    /// Serve Streamable HTTP at `http://addr/mcp` until ctrl-c (see [`http::serve_http`]).
     pub async fn serve_http(&self, addr: SocketAddr, options: HttpOptions) -> std::io::Result<()> {
         let server = self.clone();
         http::serve_http(move || server.handler(), addr, options).await
+    }
+
+    /// Serve Streamable HTTP at `/mcp` on a bound `listener` until `shutdown` completes
+    /// (see [`http::serve_listener`]).
+    pub async fn serve_listener(
+        &self,
+        listener: tokio::net::TcpListener,
+        options: HttpOptions,
+        shutdown: impl std::future::Future<Output = ()> + Send,
+    ) -> std::io::Result<()> {
+        let server = self.clone();
+        http::serve_listener(move || server.handler(), listener, options, shutdown).await
     }
 }
 
