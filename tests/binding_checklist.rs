@@ -448,7 +448,11 @@ async fn item_11_stateless_restriction() {
         .expect("a stateless deployment of a PT1H Language builds");
     let retention = &server.manifest()["languages"][0]["retention"];
     assert!(retention != "session", "{retention}");
-    let options = pilotage::transport::HttpOptions { stateless: true, allowed_hosts: None };
+    let options = pilotage::transport::HttpOptions {
+        stateless: true,
+        allowed_hosts: None,
+        ..pilotage::transport::HttpOptions::default()
+    };
     let http = HttpServer::start_with(&server, options).await;
     let run = stateless(
         http.url(),

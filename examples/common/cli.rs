@@ -58,6 +58,7 @@ pub async fn serve(
             let options = HttpOptions {
                 stateless,
                 allowed_hosts: (!allowed_hosts.is_empty()).then_some(allowed_hosts),
+                ..HttpOptions::default()
             };
             tracing::info!(%addr, db, "serving {what} over Streamable HTTP at /mcp");
             server.serve_http(addr, options).await.with_context(|| format!("serving HTTP on {addr}"))?;
