@@ -4,11 +4,7 @@
 //! (`validate_sql`) and one execute tool (`run_sql`). The variant is a hand-written
 //! `pilotage::language::Engine` delegating to the sql engine with its own declaration.
 
-mod support;
-
-#[allow(dead_code)]
-#[path = "../examples/sql/engine/mod.rs"]
-mod sql;
+use crate::{sql, support};
 
 use std::sync::{Arc, OnceLock};
 
