@@ -60,7 +60,8 @@ impl Engine for Mirror {
         mirror_spec()
     }
     fn catalog_snapshot(&self, caller: &Caller) -> Option<Arc<CatalogSnapshot>> {
-        self.0.catalog_snapshot(caller)
+        // The trait method, not `Sql`'s own (crate-visible for its unit tests) `catalog_snapshot`.
+        Engine::catalog_snapshot(&self.0, caller)
     }
     fn validate_program(&self, request: &ValidateRequest) -> ValidationCore {
         self.0.validate_program(request)
