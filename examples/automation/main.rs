@@ -15,6 +15,12 @@
 
 mod engine;
 
+// The engine's unit tests run here, once. Declared in `engine/mod.rs` they would run again in
+// every crate that includes the engine by path (the `it` test binary).
+#[cfg(test)]
+#[path = "engine/tests.rs"]
+mod engine_tests;
+
 #[path = "../common/cli.rs"]
 mod cli;
 

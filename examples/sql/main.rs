@@ -16,6 +16,12 @@
 
 mod engine;
 
+// The engine's unit tests run here, once. Declared in `engine/mod.rs` they would run again in
+// every crate that includes the engine by path (the `it` test binary, the `combined` example).
+#[cfg(test)]
+#[path = "engine/tests.rs"]
+mod engine_tests;
+
 #[allow(dead_code)]
 #[path = "../workflow/engine/mod.rs"]
 mod workflow;

@@ -139,7 +139,7 @@ impl Lines {
 
 /// The example binary `name` of this build (`target/<profile>/examples/<name>`), built once
 /// per test process with `cargo build --example <name>` so it is never stale (`cargo test
-/// --test X` alone does not build examples).
+/// --test it` alone does not build examples).
 pub fn example_binary(name: &str) -> PathBuf {
     static BUILT: OnceLock<Mutex<Vec<String>>> = OnceLock::new();
     let exe = std::env::current_exe().expect("the test binary's path");

@@ -11,7 +11,8 @@
 //! one text content block, and for a Pilotage tool a `structuredContent` that satisfies both
 //! the tool's advertised `outputSchema` and the official `$defs/<Kind>ToolOutput`.
 //!
-//! Each test file uses it with `mod support;`. Set `PILOTAGE_TEST_TRANSCRIPT=1` to print every
+//! The `it` test binary declares it once, in `tests/it/main.rs` (the `conformance` example
+//! includes it by path too). Set `PILOTAGE_TEST_TRANSCRIPT=1` to print every
 //! request and response to stderr.
 #![allow(dead_code, unused_imports)]
 

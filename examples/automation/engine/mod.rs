@@ -13,8 +13,9 @@
 //! - `../../common/`: what the example engines share (the reference grammar, findings,
 //!   declared inputs, the snapshot cache, the fingerprint digest, the test harness).
 //!
-//! Integration tests include this module with
-//! `#[path = "../examples/automation/engine/mod.rs"] mod automation;`.
+//! The integration tests (`tests/it/main.rs`) include this module by path as `crate::automation`. Its
+//! unit tests (`tests.rs`) are declared by `../main.rs`, so they run once, in this example's
+//! test target, and not again in every crate that includes the engine.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -284,6 +285,3 @@ impl Automation {
         admin::inject_fault(&mut self.world(), args)
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -15,7 +15,9 @@ mod harness;
 
 use harness::{codes, fenced_blocks, has};
 
-use super::*;
+use pilotage::prelude::*;
+
+use crate::engine::*;
 
 fn context() -> Json {
     json!({"timezone": "Europe/Paris"})

@@ -16,8 +16,9 @@
 //! - `../../common/`: what the example engines share (here: the snapshot cache, the
 //!   fingerprint digest, the test harness).
 //!
-//! Integration tests include this module with
-//! `#[path = "../examples/sql/engine/mod.rs"] mod sql;`.
+//! The integration tests (`tests/it/main.rs`) include this module by path as `crate::sql`. Its
+//! unit tests (`tests.rs`) are declared by `../main.rs`, so they run once, in this example's
+//! test target, and not again in every crate that includes the engine.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -26,7 +27,7 @@ use pilotage::prelude::*;
 
 mod admin;
 mod check;
-mod db;
+pub(crate) mod db;
 #[path = "../../common/digest.rs"]
 mod digest;
 mod run;
@@ -157,7 +158,7 @@ impl Sql {
     }
 
     /// The current catalog version (the same for every caller of the session).
-    fn version(&self) -> String {
+    pub(crate) fn version(&self) -> String {
         self.catalog_snapshot(&Caller::new("admin")).version().to_owned()
     }
 
@@ -215,7 +216,7 @@ impl Sql {
 
     /// Every session caller sees the same entries (the user tables and views; SQLite's own
     /// `sqlite_*` tables are invisible), so one cached snapshot serves them all.
-    fn catalog_snapshot(&self, _caller: &Caller) -> Arc<CatalogSnapshot> {
+    pub(crate) fn catalog_snapshot(&self, _caller: &Caller) -> Arc<CatalogSnapshot> {
         self.snapshot.get_or_build(|| CatalogSnapshot::new(self.db().entries()))
     }
 
@@ -225,7 +226,7 @@ impl Sql {
         read_only,
         input_schema = r#"{"type": "object", "properties": {}, "additionalProperties": false}"#
     )]
-    fn fingerprint(&self, _args: &Json) -> Result<Json, String> {
+    pub(crate) fn fingerprint(&self, _args: &Json) -> Result<Json, String> {
         self.db().fingerprint()
     }
 
@@ -234,7 +235,7 @@ impl Sql {
         description = "Admin tool (not part of Pilotage): apply DDL to this session's database: `ddl` holds CREATE TABLE, CREATE VIEW, CREATE INDEX, ALTER TABLE or DROP TABLE/VIEW/INDEX statements separated by `;`, applied in one transaction (all or nothing). Triggers and virtual tables are refused. Moves catalog_version when tables, views or their columns change; row changes never do.",
         input_schema = r#"{"type": "object", "properties": {"ddl": {"type": "string"}}, "required": ["ddl"], "additionalProperties": false}"#
     )]
-    fn schema_apply(&self, args: &Json) -> Result<Json, String> {
+    pub(crate) fn schema_apply(&self, args: &Json) -> Result<Json, String> {
         self.change_schema(|db| admin::schema_apply(db, args))
     }
 
@@ -251,7 +252,7 @@ impl Sql {
           "additionalProperties": false
         }"#
     )]
-    fn create_table(&self, args: &Json) -> Result<Json, String> {
+    pub(crate) fn create_table(&self, args: &Json) -> Result<Json, String> {
         self.change_schema(|db| admin::create_table(db, args))
     }
 
@@ -260,10 +261,7 @@ impl Sql {
         description = "Admin tool (not part of Pilotage), the catalog_remove_entry of this Language: drop the table or view `name` from this session's database. Removes its catalog entry and moves catalog_version.",
         input_schema = r#"{"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"], "additionalProperties": false}"#
     )]
-    fn drop_table(&self, args: &Json) -> Result<Json, String> {
+    pub(crate) fn drop_table(&self, args: &Json) -> Result<Json, String> {
         self.change_schema(|db| admin::drop_table(db, args))
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -13,7 +13,9 @@ mod harness;
 
 use harness::{caller, fenced_blocks, guide, guides, Ran};
 
-use super::*;
+use pilotage::prelude::*;
+
+use crate::engine::*;
 
 fn validate(engine: &Sql, program: &Json) -> ValidateResponse {
     harness::validate(engine, program, None)

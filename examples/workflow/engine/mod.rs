@@ -12,15 +12,16 @@
 //! - `../../common/`: what the example engines share (the reference grammar, findings,
 //!   declared inputs, the snapshot cache, the fingerprint digest, the test harness).
 //!
-//! Integration tests include this module with
-//! `#[path = "../examples/workflow/engine/mod.rs"] mod workflow;`.
+//! The integration tests (`tests/it/main.rs`) include this module by path as `crate::workflow`. Its
+//! unit tests (`tests.rs`) are declared by `../main.rs`, so they run once, in this example's
+//! test target, and not again in every crate that includes the engine.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use pilotage::prelude::*;
 
-mod admin;
+pub(crate) mod admin;
 mod catalog;
 mod check;
 #[path = "../../common/digest.rs"]
@@ -118,7 +119,7 @@ impl Workflow {
         }
     }
 
-    fn world(&self) -> MutexGuard<'_, world::World> {
+    pub(crate) fn world(&self) -> MutexGuard<'_, world::World> {
         self.world.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -163,7 +164,7 @@ impl Workflow {
 
     /// Every session caller sees the same entries (all but the hidden admin entry), so one
     /// cached snapshot serves them; it is rebuilt after a catalog change.
-    fn catalog_snapshot(&self, _caller: &Caller) -> Arc<CatalogSnapshot> {
+    pub(crate) fn catalog_snapshot(&self, _caller: &Caller) -> Arc<CatalogSnapshot> {
         self.snapshot.get_or_build(|| self.world().catalog.snapshot())
     }
 
@@ -173,7 +174,7 @@ impl Workflow {
         read_only,
         input_schema = r#"{"type": "object", "properties": {}, "additionalProperties": false}"#
     )]
-    fn fingerprint(&self, _args: &Json) -> Result<Json, String> {
+    pub(crate) fn fingerprint(&self, _args: &Json) -> Result<Json, String> {
         Ok(admin::fingerprint_of(&self.world()))
     }
 
@@ -192,7 +193,7 @@ impl Workflow {
           "additionalProperties": false
         }"#
     )]
-    fn add_entry(&self, args: &Json) -> Result<Json, String> {
+    pub(crate) fn add_entry(&self, args: &Json) -> Result<Json, String> {
         self.snapshot.change(&self.world, |w| admin::add_entry(w, args))
     }
 
@@ -201,7 +202,7 @@ impl Workflow {
         description = "Test harness tool (not part of Pilotage): remove an entry from this session's catalog. Moves catalog_version.",
         input_schema = r#"{"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"], "additionalProperties": false}"#
     )]
-    fn remove_entry(&self, args: &Json) -> Result<Json, String> {
+    pub(crate) fn remove_entry(&self, args: &Json) -> Result<Json, String> {
         self.snapshot.change(&self.world, |w| admin::remove_entry(w, args))
     }
 
@@ -210,7 +211,7 @@ impl Workflow {
         description = "Test harness tool (not part of Pilotage): change the description of an entry of this session's catalog. Moves catalog_version.",
         input_schema = r#"{"type": "object", "properties": {"id": {"type": "string"}, "description": {"type": "string"}}, "required": ["id", "description"], "additionalProperties": false}"#
     )]
-    fn update_entry(&self, args: &Json) -> Result<Json, String> {
+    pub(crate) fn update_entry(&self, args: &Json) -> Result<Json, String> {
         self.snapshot.change(&self.world, |w| admin::update_entry(w, args))
     }
 
@@ -219,7 +220,7 @@ impl Workflow {
         description = "TEST ONLY (not part of Pilotage): with validator_panic true, every later validation of this session panics, which the server reports as the `internal` request error (execute included: nothing runs). Set it false to recover.",
         input_schema = r#"{"type": "object", "properties": {"validator_panic": {"type": "boolean"}}, "required": ["validator_panic"], "additionalProperties": false}"#
     )]
-    fn inject_fault(&self, args: &Json) -> Result<Json, String> {
+    pub(crate) fn inject_fault(&self, args: &Json) -> Result<Json, String> {
         let on = args
             .get("validator_panic")
             .and_then(Json::as_bool)
@@ -228,6 +229,3 @@ impl Workflow {
         Ok(json!({"validator_panic": on}))
     }
 }
-
-#[cfg(test)]
-mod tests;

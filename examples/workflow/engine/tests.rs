@@ -12,7 +12,9 @@ mod harness;
 
 use harness::{caller, codes, fenced_blocks, guide, guides, has, Ran};
 
-use super::*;
+use pilotage::prelude::*;
+
+use crate::engine::*;
 
 fn validate(engine: &Workflow, program: &Json) -> ValidateResponse {
     harness::validate(engine, program, None)

@@ -3,14 +3,7 @@
 //! execution bound exceeded is an `ok: false` outcome (`partial`) with the trace so far. The
 //! bounds are the runtime's `Limits`, overridden per Language with `ServerBuilder::limits`.
 
-mod support;
-
-#[allow(dead_code)]
-#[path = "../examples/automation/engine/mod.rs"]
-mod automation;
-#[allow(dead_code)]
-#[path = "../examples/automation/testkit.rs"]
-mod kit;
+use crate::kit;
 
 use std::time::Duration;
 

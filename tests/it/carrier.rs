@@ -2,11 +2,7 @@
 //! carrier faults are JSON-RPC errors, request errors are `isError: true` results with a
 //! closed `kind`, and a foreign session's run is indistinguishable from an unknown one.
 
-mod support;
-
-#[allow(dead_code)]
-#[path = "../examples/workflow/engine/mod.rs"]
-mod workflow;
+use crate::{support, workflow};
 
 use serde_json::{json, Value};
 use support::scenario::{self, profile_program, ARGUMENT, EXECUTE, LANGUAGE, TRACE, VALIDATE};

@@ -1,6 +1,6 @@
 //! The full Pilotage loop over stdio: the `workflow` example binary as a child process.
 
-mod support;
+use crate::support;
 
 use support::{scenario, Conn};
 

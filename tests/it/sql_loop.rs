@@ -2,11 +2,7 @@
 //! `sql` example binary over stdio. Exact values throughout: text ranges, plans, traces,
 //! outcomes, catalog versions, fingerprints.
 
-mod support;
-
-#[allow(dead_code)]
-#[path = "../examples/sql/engine/mod.rs"]
-mod sql;
+use crate::{sql, support};
 
 use serde_json::{json, Value};
 use support::{Conn, HttpServer, HttpStyle};

@@ -3,14 +3,7 @@
 //! the duplicates arrive concurrently; a reused key with another runnable or input is
 //! `idempotency_conflict`; refused Runs are never recorded.
 
-mod support;
-
-#[allow(dead_code)]
-#[path = "../examples/automation/engine/mod.rs"]
-mod automation;
-#[allow(dead_code)]
-#[path = "../examples/automation/testkit.rs"]
-mod kit;
+use crate::{kit, support};
 
 use kit::{assert_request_error, ctx, Client, TempStore, ARG, EXECUTE};
 use serde_json::{json, Value};

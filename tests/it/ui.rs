@@ -8,8 +8,8 @@
 //! `full.rs` for both, with every capability), `context_schema.rs` and `closed_sets_guide.rs`.
 //! The guide folders the cases use are under `tests/ui/guides/`, one per situation.
 //!
-//! Regenerate the expected output with `TRYBUILD=overwrite cargo test --test ui`, then read
-//! every changed file. To run some cases only: `cargo test --test ui -- ui trybuild=guide_`.
+//! Regenerate the expected output with `TRYBUILD=overwrite cargo test --test it ui::ui`, then read
+//! every changed file. To run some cases only: `cargo test --test it -- ui::ui trybuild=guide_`.
 //!
 //! trybuild compiles each case inside `target/tests/trybuild/pilotage/`, which is then the
 //! case's `CARGO_MANIFEST_DIR`; so the cases reach their guide folders under `tests/ui/guides/`

@@ -12,29 +12,9 @@
 //! - a run or step status: a successful run (for `success` itself, the rejected side is a
 //!   run that did not succeed).
 //!
-//! `cargo test --test completeness -- --nocapture` prints the reachable and unreachable lists.
+//! `cargo test --test it completeness:: -- --nocapture` prints the reachable and unreachable lists.
 
-mod support;
-
-#[allow(dead_code)]
-#[path = "../examples/conformance/runner/mod.rs"]
-mod runner;
-
-#[allow(dead_code)]
-#[path = "../examples/conformance/bindings/mod.rs"]
-mod bindings;
-
-#[allow(dead_code)]
-#[path = "../examples/workflow/engine/mod.rs"]
-mod workflow;
-
-#[allow(dead_code)]
-#[path = "../examples/sql/engine/mod.rs"]
-mod sql;
-
-#[allow(dead_code)]
-#[path = "../examples/automation/engine/mod.rs"]
-mod automation;
+use crate::{automation, bindings, runner, sql, support, workflow};
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

@@ -1,10 +1,6 @@
 //! The full Pilotage loop over Streamable HTTP, with a plain-JSON client and an SSE client.
 
-mod support;
-
-#[allow(dead_code)]
-#[path = "../examples/workflow/engine/mod.rs"]
-mod workflow;
+use crate::{support, workflow};
 
 use support::{scenario, HttpServer, HttpStyle};
 

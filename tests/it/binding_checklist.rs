@@ -2,15 +2,7 @@
 //! (Streamable HTTP in-process, the stateless 2026-07-28 request path, or an example binary
 //! over stdio), plus graceful degradation (§1.3).
 
-mod support;
-
-#[allow(dead_code)]
-#[path = "../examples/workflow/engine/mod.rs"]
-mod workflow;
-
-#[allow(dead_code)]
-#[path = "../examples/automation/engine/mod.rs"]
-mod automation;
+use crate::{automation, support, workflow};
 
 use serde_json::{json, Value};
 

@@ -9,13 +9,9 @@
 //!   guide bodies elided.
 //!
 //! A change to the macros or to what the runtime derives from a declaration shows up here as a
-//! diff. Review it, then accept it with `PILOTAGE_BLESS=1 cargo test --test expansion`.
+//! diff. Review it, then accept it with `PILOTAGE_BLESS=1 cargo test --test it expansion::`.
 
-mod support;
-
-#[allow(dead_code)]
-#[path = "../examples/workflow/engine/mod.rs"]
-mod workflow;
+use crate::{support, workflow};
 
 use std::path::Path;
 
@@ -33,12 +29,12 @@ fn assert_snapshot(path: &str, actual: &str) {
     }
     let expected = std::fs::read_to_string(&file)
         .unwrap_or_else(|e| {
-            panic!("cannot read the snapshot {path} ({e}): create it with `PILOTAGE_BLESS=1 cargo test --test expansion`, then review it")
+            panic!("cannot read the snapshot {path} ({e}): create it with `PILOTAGE_BLESS=1 cargo test --test it expansion::`, then review it")
         })
         .replace("\r\n", "\n");
     if expected != actual {
         panic!(
-            "the expansion differs from {path} (- snapshot, + now):\n{}\nIf the change is intended, accept it with `PILOTAGE_BLESS=1 cargo test --test expansion`.",
+            "the expansion differs from {path} (- snapshot, + now):\n{}\nIf the change is intended, accept it with `PILOTAGE_BLESS=1 cargo test --test it expansion::`.",
             line_diff(&expected, actual)
         );
     }

@@ -3,17 +3,7 @@
 //! with a path into `context`, in validate and execute alike; `workflow/v1` declares none, so
 //! any supplied context is a `context_binding` diagnostic with path `""`.
 
-mod support;
-
-#[allow(dead_code)]
-#[path = "../examples/automation/engine/mod.rs"]
-mod automation;
-#[allow(dead_code)]
-#[path = "../examples/automation/testkit.rs"]
-mod kit;
-#[allow(dead_code)]
-#[path = "../examples/workflow/engine/mod.rs"]
-mod workflow;
+use crate::{kit, support, workflow};
 
 use kit::{ctx, Client, TempStore, ARG, PROMOTE, VALIDATE};
 use serde_json::{json, Value};

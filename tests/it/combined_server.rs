@@ -2,7 +2,7 @@
 //! example's `--with-workflow` flag): one manifest with server-level defaults and each
 //! Language's effective map, and the shared access tools routing by `language`.
 
-mod support;
+use crate::support;
 
 use serde_json::{json, Value};
 use support::Conn;

@@ -3,17 +3,7 @@
 //! control-flow entries without input or output, summary truncation, the partial-failure
 //! prefix, the engine's closed statuses, and the fetch door with narration.
 
-mod support;
-
-#[allow(dead_code)]
-#[path = "../examples/automation/engine/mod.rs"]
-mod automation;
-#[allow(dead_code)]
-#[path = "../examples/automation/testkit.rs"]
-mod kit;
-#[allow(dead_code)]
-#[path = "../examples/workflow/engine/mod.rs"]
-mod workflow;
+use crate::{kit, support, workflow};
 
 use kit::{assert_request_error, decisions, entry, ids, Client, TempStore};
 use serde_json::{json, Value};

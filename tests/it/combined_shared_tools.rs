@@ -4,11 +4,7 @@
 //! (`validate_sql`) and one execute tool (`run_sql`). The variant is a hand-written
 //! `pilotage::engine::Engine` delegating to the sql engine with its own declaration.
 
-mod support;
-
-#[allow(dead_code)]
-#[path = "../examples/sql/engine/mod.rs"]
-mod sql;
+use crate::{sql, support};
 
 use std::sync::{Arc, OnceLock};
 
@@ -65,7 +61,8 @@ impl Engine for Mirror {
         mirror_spec()
     }
     fn catalog_snapshot(&self, caller: &Caller) -> Option<Arc<CatalogSnapshot>> {
-        self.0.catalog_snapshot(caller)
+        // The trait method, not `Sql`'s own (crate-visible for its unit tests) `catalog_snapshot`.
+        Engine::catalog_snapshot(&self.0, caller)
     }
     fn validate_program(&self, request: &ValidateRequest) -> ValidationCore {
         self.0.validate_program(request)

@@ -3,17 +3,7 @@
 //! installs a rule which a later event fires, the `mode` request rules, the engine's own mode
 //! rule (`mode_mismatch`), and `test_run` (accepted here, refused where undeclared).
 
-mod support;
-
-#[allow(dead_code)]
-#[path = "../examples/automation/engine/mod.rs"]
-mod automation;
-#[allow(dead_code)]
-#[path = "../examples/automation/testkit.rs"]
-mod kit;
-#[allow(dead_code)]
-#[path = "../examples/workflow/engine/mod.rs"]
-mod workflow;
+use crate::{kit, support, workflow};
 
 use kit::{assert_request_error, ctx, ids, Client, TempStore, ARG, EXECUTE};
 use serde_json::{json, Value};

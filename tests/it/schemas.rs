@@ -2,7 +2,7 @@
 //! schema compiles, accepts the specification's own wire examples (Part III §9) and rejects
 //! wrong shapes, so a passing loop test means something.
 
-mod support;
+use crate::support;
 
 use axum::response::IntoResponse;
 use serde_json::{json, Value};
@@ -51,7 +51,7 @@ fn the_vendored_fixtures_are_the_official_ones() {
     let schema = official();
     assert_eq!(schema["$id"], "https://pilotagespec.org/schemas/1.1/pilotage.schema.json");
     assert_eq!(schema["$schema"], "https://json-schema.org/draft/2020-12/schema");
-    let vectors: Value = serde_json::from_str(include_str!("fixtures/vectors.json")).unwrap();
+    let vectors: Value = serde_json::from_str(include_str!("../fixtures/vectors.json")).unwrap();
     assert_eq!(vectors["pilotage"], "1.1");
     assert_eq!(vectors["count"], 54);
     assert_eq!(vectors["vectors"].as_array().unwrap().len(), 54);

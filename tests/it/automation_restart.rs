@@ -3,14 +3,7 @@
 //! before the execute response is sent, and the same envelope is fetched after the server
 //! process is killed and started again on the same store file.
 
-mod support;
-
-#[allow(dead_code)]
-#[path = "../examples/automation/engine/mod.rs"]
-mod automation;
-#[allow(dead_code)]
-#[path = "../examples/automation/testkit.rs"]
-mod kit;
+use crate::{automation, kit, support};
 
 use std::time::Duration;
 

@@ -1,10 +1,6 @@
 //! The full Pilotage loop over newline-delimited JSON-RPC on an in-process `tokio::io::duplex`.
 
-mod support;
-
-#[allow(dead_code)]
-#[path = "../examples/workflow/engine/mod.rs"]
-mod workflow;
+use crate::{support, workflow};
 
 use support::{scenario, Conn};
 

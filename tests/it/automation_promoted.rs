@@ -4,14 +4,7 @@
 //! (and not after an informative one), `input_binding` against the entry's `input_schema`,
 //! runnable selection, and sub-programs: expanded here, opaque on a tiny test Language.
 
-mod support;
-
-#[allow(dead_code)]
-#[path = "../examples/automation/engine/mod.rs"]
-mod automation;
-#[allow(dead_code)]
-#[path = "../examples/automation/testkit.rs"]
-mod kit;
+use crate::kit;
 
 use kit::{assert_request_error, ctx, ids, Client, TempStore, ARG, LANGUAGE, PROMOTE};
 use pilotage::model::plan::Plan;

@@ -4,33 +4,9 @@
 //! processes). Each run must have zero FAIL; over the union of engines, every server-target
 //! vector must PASS somewhere, except an explicit, shrinking allow-list.
 //!
-//! `cargo test --test conformance -- --nocapture` prints the per-vector tables.
+//! `cargo test --test it conformance:: -- --nocapture` prints the per-vector tables.
 
-mod support;
-
-#[allow(dead_code)]
-#[path = "../examples/conformance/runner/mod.rs"]
-mod runner;
-
-#[allow(dead_code)]
-#[path = "../examples/conformance/bindings/mod.rs"]
-mod bindings;
-
-#[allow(dead_code)]
-#[path = "../examples/workflow/engine/mod.rs"]
-mod workflow;
-
-#[allow(dead_code)]
-#[path = "../examples/sql/engine/mod.rs"]
-mod sql;
-
-#[allow(dead_code)]
-#[path = "../examples/automation/engine/mod.rs"]
-mod automation;
-
-#[allow(dead_code)]
-#[path = "../examples/calc/main.rs"]
-mod calc;
+use crate::{automation, bindings, calc, runner, sql, support, workflow};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

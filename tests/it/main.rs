@@ -1,0 +1,63 @@
+//! The integration tests, as one test binary (`cargo test --test it`): one module per topic.
+//!
+//! They used to be one binary per file, each linking the whole runtime and compiling the
+//! example engines it included again; now the runtime is linked once and each example engine,
+//! the automation test kit and the conformance runner are compiled once, here, and reached by
+//! the modules as `crate::workflow`, `crate::sql`, ... The example engines' own unit tests
+//! (`examples/*/engine/tests.rs`) are not part of this binary: they run once, in each example's
+//! test target.
+//!
+//! Run one module with `cargo test --test it loop_duplex::`.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+#[allow(dead_code)]
+#[path = "../../examples/workflow/engine/mod.rs"]
+mod workflow;
+
+#[allow(dead_code)]
+#[path = "../../examples/sql/engine/mod.rs"]
+mod sql;
+
+#[allow(dead_code)]
+#[path = "../../examples/automation/engine/mod.rs"]
+mod automation;
+
+#[allow(dead_code)]
+#[path = "../../examples/automation/testkit.rs"]
+mod kit;
+
+#[allow(dead_code)]
+#[path = "../../examples/calc/main.rs"]
+mod calc;
+
+#[allow(dead_code)]
+#[path = "../../examples/conformance/runner/mod.rs"]
+mod runner;
+
+#[allow(dead_code)]
+#[path = "../../examples/conformance/bindings/mod.rs"]
+mod bindings;
+
+mod automation_context;
+mod automation_idempotency;
+mod automation_modes;
+mod automation_promoted;
+mod automation_restart;
+mod automation_trace;
+mod binding_checklist;
+mod carrier;
+mod combined_server;
+mod combined_shared_tools;
+mod completeness;
+mod conformance;
+mod execution_bounds;
+mod expansion;
+mod loop_duplex;
+mod loop_http;
+mod loop_stdio;
+mod readme;
+mod schemas;
+mod sql_loop;
+mod ui;
