@@ -4,11 +4,7 @@
 //! 1,100-connection one, which runs `Server::serve_http` in a child process (this test binary,
 //! re-executed) under an address-space cap and a 1,024 soft descriptor limit.
 
-mod support;
-
-#[allow(dead_code)]
-#[path = "../examples/workflow/engine/mod.rs"]
-mod workflow;
+use crate::{support, workflow};
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
