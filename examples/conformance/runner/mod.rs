@@ -3,7 +3,7 @@
 //! each response checked against `expected` and the official schema.
 //!
 //! Used by `examples/conformance/main.rs` (the CLI) and, with `#[path]`, by the
-//! `tests/conformance.rs`, `tests/completeness.rs` integration tests. The including crate must
+//! `tests/it/conformance.rs`, `tests/it/completeness.rs` integration tests. The including crate must
 //! also have `tests/support` at `crate::support`.
 
 #[macro_use]
