@@ -5,7 +5,8 @@
 use serde_json::{json, Value};
 
 use super::{Args, Ctx, Reply};
-use crate::model::errors::RequestError;
+use crate::engine::call::json_size;
+use crate::model::errors::{ErrorKind, RequestError};
 
 /// Call plain tool `name` of the Language in `ctx`.
 pub(crate) async fn plain(ctx: Ctx<'_>, name: &str, args: &Args) -> Reply {
@@ -15,7 +16,12 @@ pub(crate) async fn plain(ctx: Ctx<'_>, name: &str, args: &Args) -> Reply {
         Ok(answer) => answer,
         Err(end) => return Reply::error(super::call_failed(&ctx, &format!("tool {name}"), end)),
     };
+    let bound = ctx.lang.limits.max_run_bytes;
     match answer {
+        Some(Ok(v)) if json_size(&v) > bound => Reply::error(RequestError::new(
+            ErrorKind::BoundsExceeded,
+            format!("the answer of tool {name} is {} bytes; the bound is {bound}", json_size(&v)),
+        )),
         Some(Ok(v)) => {
             let v = if v.is_object() { v } else { json!({ "result": v }) };
             Reply { text: v.to_string(), structured: v, is_error: false }
