@@ -122,6 +122,10 @@ impl Rng {
     }
 }
 
+fn cut(text: &str) -> String {
+    text.chars().take(300).collect()
+}
+
 fn nested(depth: usize) -> Value {
     (0..depth).fold(json!(1), |v, _| json!([v]))
 }
@@ -249,7 +253,13 @@ async fn fuzz_row(cli: &Cli, http: &reqwest::Client) -> String {
             (0..rng.below(5)).map(|i| (format!("a{i}"), rng.value(0))).collect();
         let id = s.next + 1;
         let kind = match s.request("tools/call", json!({"name": name, "arguments": args})).await {
-            Ok(reply) => classify(&reply, id),
+            Ok(reply) => {
+                let kind = classify(&reply, id);
+                if kind == "invalid reply" && counts.get(kind).copied().unwrap_or(0) < 3 {
+                    eprintln!("invalid reply to a call of {name}: {}", cut(&reply.to_string()));
+                }
+                kind
+            }
             Err(_) => "transport error",
         };
         *counts.entry(kind).or_default() += 1;
