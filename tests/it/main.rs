@@ -54,6 +54,7 @@ mod completeness;
 mod conformance;
 mod execution_bounds;
 mod expansion;
+mod hostile_calls;
 mod hostile_state;
 mod http_edge;
 mod loop_duplex;

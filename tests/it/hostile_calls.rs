@@ -1,0 +1,148 @@
+//! Hostile calls through a real transport: made-up `Authorization` values cannot make the
+//! server hold unbounded worlds (stateless principals are capped, least recently used first),
+//! a program with thousands of errors gets a capped diagnostics list, and a reserved member of
+//! the wrong JSON type is refused on its channel instead of being ignored.
+
+use crate::{support, workflow};
+
+use pilotage::engine::Limits;
+use pilotage::transport::HttpOptions;
+use serde_json::{json, Value};
+use support::scenario::{profile_program, ARGUMENT, EXECUTE, VALIDATE};
+use support::{Conn, HttpServer};
+
+const STATELESS: &str = "2026-07-28";
+
+/// One stateless `tools/call` on behalf of `who` (its `Authorization` value).
+async fn call_as(url: &str, who: &str, name: &str, arguments: Value) -> Value {
+    let params = json!({
+        "name": name,
+        "arguments": arguments,
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": STATELESS,
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "hostile", "version": "0"},
+        },
+    });
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+    let response = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .unwrap()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", STATELESS)
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", name)
+        .header("authorization", format!("Bearer {who}"))
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("POST");
+    let text = response.text().await.unwrap();
+    let data =
+        text.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim).find(|d| d.contains("\"id\""));
+    serde_json::from_str(data.unwrap_or(text.trim())).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+async fn fingerprint(url: &str, who: &str) -> Value {
+    call_as(url, who, "world_fingerprint", json!({})).await["result"]["structuredContent"].clone()
+}
+
+async fn stateless_server(max_principals: usize) -> HttpServer {
+    let server = pilotage::Server::builder()
+        .name("test", "0")
+        .language(workflow::Workflow::new)
+        .principals(max_principals, std::time::Duration::from_secs(600))
+        .build()
+        .unwrap();
+    HttpServer::start_with(&server, HttpOptions { stateless: true, ..HttpOptions::default() }).await
+}
+
+#[tokio::test]
+async fn made_up_authorization_values_cannot_grow_the_worlds_without_bound() {
+    let http = stateless_server(3).await;
+    let seed = fingerprint(http.url(), "a").await;
+    let added = call_as(http.url(), "a", "catalog_add_entry", json!({"id": "cap_mine"})).await;
+    assert_eq!(added["result"]["isError"], false, "{added}");
+    let changed = fingerprint(http.url(), "a").await;
+    assert_ne!(changed, seed, "a's world changed");
+    // Three other principals arrive: the table holds three, and a was the least recently used.
+    for who in ["b", "c", "d"] {
+        assert_eq!(fingerprint(http.url(), who).await, seed, "a new principal starts from the seed");
+    }
+    assert_eq!(fingerprint(http.url(), "a").await, seed, "a's world was forgotten to make room");
+
+    // Within the cap, a principal's world is kept.
+    let http = stateless_server(8).await;
+    call_as(http.url(), "a", "catalog_add_entry", json!({"id": "cap_mine"})).await;
+    let changed = fingerprint(http.url(), "a").await;
+    for who in ["b", "c", "d"] {
+        fingerprint(http.url(), who).await;
+    }
+    assert_eq!(fingerprint(http.url(), "a").await, changed);
+}
+
+/// `n` steps that each call an unknown capability: one error each.
+fn many_errors(n: usize) -> Value {
+    let steps: Vec<Value> = (0..n)
+        .map(|i| json!({"id": format!("s{i}"), "kind": "call", "capability": format!("cap_nope_{i}"), "with": {}}))
+        .collect();
+    json!({"steps": steps})
+}
+
+#[tokio::test]
+async fn a_program_with_thousands_of_errors_gets_a_capped_list() {
+    let limits = Limits { max_diagnostics: 50, ..Limits::default() };
+    let server = pilotage::Server::builder()
+        .name("test", "0")
+        .language(workflow::Workflow::new)
+        .limits(limits)
+        .build()
+        .unwrap();
+    let mut conn = Conn::duplex(&server);
+    conn.initialize(true).await;
+    let verdict = conn.call_ok(VALIDATE, json!({ARGUMENT: many_errors(2_000)})).await;
+    let diagnostics = verdict["diagnostics"].as_array().unwrap();
+    assert_eq!(verdict["valid"], false);
+    assert_eq!(diagnostics.len(), 51, "the cap, then one diagnostic counting the rest");
+    let last = &diagnostics[50];
+    assert_eq!(last["code"], "constraint");
+    assert_eq!(last["severity"], "error");
+    let left_out = last["message"].as_str().unwrap();
+    assert!(
+        left_out.ends_with("left out: this server reports at most the first 50 per response"),
+        "{left_out}"
+    );
+    // Below the cap nothing is left out.
+    let verdict = conn.call_ok(VALIDATE, json!({ARGUMENT: many_errors(10)})).await;
+    assert!(
+        verdict["diagnostics"].as_array().unwrap().iter().all(|d| d["code"] != "constraint"),
+        "{verdict}"
+    );
+}
+
+#[tokio::test]
+async fn reserved_members_of_the_wrong_type_are_refused() {
+    let server =
+        pilotage::Server::builder().name("test", "0").language(workflow::Workflow::new).build().unwrap();
+    let mut conn = Conn::duplex(&server);
+    conn.initialize(true).await;
+    let program = profile_program("cap_read_user_profile");
+    // `mode` does not apply to an immediate Language, whatever its type.
+    for mode in [json!(5), json!(null), json!("immediate"), json!({"x": 1}), json!([])] {
+        let refused =
+            conn.call(EXECUTE, json!({ARGUMENT: program, "input": {"userId": "42"}, "mode": mode})).await;
+        assert_eq!(refused.raw["result"]["isError"], true, "mode {mode}: {}", refused.raw);
+        assert_eq!(refused.structured["error"]["kind"], "invalid_request", "mode {mode}");
+    }
+    // Members the schema types are refused on the carrier channel.
+    for (member, value) in [("store", json!("yes")), ("trace_level", json!(3)), ("input", json!([1]))] {
+        let refused = conn.call_carrier_error(EXECUTE, json!({ARGUMENT: program, member: value})).await;
+        assert_eq!(refused["code"], -32602, "{member}: {refused}");
+    }
+    // A `program_ref` of the wrong type on a Language without promoted programs.
+    let refused = conn.call(EXECUTE, json!({"program_ref": 7})).await;
+    assert_eq!(refused.structured["error"]["kind"], "invalid_request", "{}", refused.raw);
+}
