@@ -146,3 +146,83 @@ async fn reserved_members_of_the_wrong_type_are_refused() {
     let refused = conn.call(EXECUTE, json!({"program_ref": 7})).await;
     assert_eq!(refused.structured["error"]["kind"], "invalid_request", "{}", refused.raw);
 }
+
+/// The workflow engine, except that validating `{"sleep_ms": n}` blocks for `n` ms and ignores
+/// its signal: the worst-behaved engine a flood can meet.
+struct Sleepy(workflow::Workflow);
+
+impl pilotage::engine::Engine for Sleepy {
+    fn language_spec(&self) -> &'static pilotage::engine::LanguageSpec {
+        pilotage::engine::Engine::language_spec(&self.0)
+    }
+    fn catalog_snapshot(
+        &self,
+        caller: &pilotage::engine::Caller,
+    ) -> Option<std::sync::Arc<pilotage::engine::CatalogSnapshot>> {
+        pilotage::engine::Engine::catalog_snapshot(&self.0, caller)
+    }
+    fn validate_program(
+        &self,
+        request: &pilotage::engine::ValidateRequest,
+    ) -> pilotage::engine::ValidationCore {
+        if let Some(ms) = request.program["sleep_ms"].as_u64() {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
+        pilotage::engine::Engine::validate_program(&self.0, request)
+    }
+    fn execute_program<'a>(
+        &'a self,
+        request: &'a pilotage::engine::ExecuteRequest,
+        recorder: pilotage::engine::Recorder,
+    ) -> futures::future::BoxFuture<'a, pilotage::engine::FinishCore> {
+        pilotage::engine::Engine::execute_program(&self.0, request, recorder)
+    }
+    fn call_plain_tool(
+        &self,
+        name: &str,
+        arguments: &Value,
+        caller: &pilotage::engine::Caller,
+    ) -> Option<Result<Value, String>> {
+        pilotage::engine::Engine::call_plain_tool(&self.0, name, arguments, caller)
+    }
+}
+
+#[tokio::test]
+async fn a_flood_past_the_engine_slots_is_refused_and_the_transport_keeps_answering() {
+    let limits = Limits { validate_time: std::time::Duration::from_millis(400), ..Limits::default() };
+    let server = pilotage::Server::builder()
+        .name("test", "0")
+        .engine(|| {
+            std::sync::Arc::new(Sleepy(workflow::Workflow::new()))
+                as std::sync::Arc<dyn pilotage::engine::Engine>
+        })
+        .limits(limits)
+        .max_engine_calls(1)
+        .build()
+        .unwrap();
+    let mut hog = Conn::duplex(&server);
+    hog.initialize(true).await;
+    let mut other = Conn::duplex(&server);
+    other.initialize(true).await;
+    let slow = tokio::spawn(async move { hog.call(VALIDATE, json!({ARGUMENT: {"sleep_ms": 1_500}})).await });
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    // The only slot is held by a validator that ignores its deadline: the next call waits for
+    // a slot until its own deadline, then is refused.
+    let started = std::time::Instant::now();
+    let refused = other.call(VALIDATE, json!({ARGUMENT: {"steps": []}})).await;
+    assert_eq!(refused.structured["error"]["kind"], "bounds_exceeded", "{}", refused.raw);
+    let message = refused.structured["error"]["message"].as_str().unwrap();
+    assert!(message.contains("every engine slot of this server stayed busy"), "{message}");
+    assert!(started.elapsed() < std::time::Duration::from_millis(1_000), "{:?}", started.elapsed());
+    // The transport answers meanwhile: ping is not an engine call.
+    let pinged = std::time::Instant::now();
+    other.request("ping", json!({})).await;
+    assert!(pinged.elapsed() < std::time::Duration::from_millis(200), "{:?}", pinged.elapsed());
+    // The hog itself was answered at its own deadline, not when its validator returned.
+    let timed_out = slow.await.unwrap();
+    assert_eq!(timed_out.structured["error"]["kind"], "bounds_exceeded", "{}", timed_out.raw);
+    // Once the validator returns, the slot is free again.
+    tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+    let fine = other.call_ok(VALIDATE, json!({ARGUMENT: {"steps": []}})).await;
+    assert!(fine.get("valid").is_some(), "{fine}");
+}

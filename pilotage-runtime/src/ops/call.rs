@@ -25,6 +25,8 @@ pub(crate) enum CallEnd {
 /// The bounds of one engine call and the slots it waits for.
 pub(crate) struct EngineCall {
     pub bounds: Bounds,
+    /// The time the call was given.
+    pub time: Duration,
     deadline: Instant,
     slots: Arc<Semaphore>,
 }
@@ -38,7 +40,7 @@ impl EngineCall {
             budget: Budget::new(limits.max_run_bytes),
             max_diagnostics: limits.max_diagnostics,
         };
-        EngineCall { bounds, deadline, slots: slots.clone() }
+        EngineCall { bounds, time, deadline, slots: slots.clone() }
     }
 
     /// Run `f` on the blocking pool with the bounds installed. The slot is held until `f`

@@ -74,9 +74,13 @@ impl Ctx<'_> {
     pub async fn snapshot_now(&self) -> OpResult<Arc<CatalogSnapshot>> {
         let session = self.session.clone();
         let index = self.index;
-        match self.tool_call().run(move || session.snapshot(index)).await {
+        // A snapshot is part of a validation, a run or a lookup: bounded like the shorter of
+        // a validation and a tool call.
+        let limits = &self.lang.limits;
+        let call = EngineCall::new(limits, limits.validate_time.min(limits.tool_time), self.slots);
+        match call.run(move || session.snapshot(index)).await {
             Ok(found) => found.ok_or_else(no_snapshot),
-            Err(end) => Err(call_failed(self, "the catalog snapshot", end)),
+            Err(end) => Err(call_failed(self, "the catalog snapshot", &call, end)),
         }
     }
 
@@ -87,8 +91,7 @@ impl Ctx<'_> {
 }
 
 /// The request error for an engine call that ended without a value.
-pub(crate) fn call_failed(ctx: &Ctx<'_>, what: &str, end: CallEnd) -> RequestError {
-    let limits = &ctx.lang.limits;
+pub(crate) fn call_failed(ctx: &Ctx<'_>, what: &str, call: &EngineCall, end: CallEnd) -> RequestError {
     match end {
         CallEnd::Busy => RequestError::new(
             ErrorKind::BoundsExceeded,
@@ -96,7 +99,7 @@ pub(crate) fn call_failed(ctx: &Ctx<'_>, what: &str, end: CallEnd) -> RequestErr
         ),
         CallEnd::TimedOut => RequestError::new(
             ErrorKind::BoundsExceeded,
-            format!("{what} exceeded its time bound of {:?}", limits.tool_time),
+            format!("{what} exceeded its time bound of {:?}", call.time),
         ),
         CallEnd::Panicked => {
             tracing::error!(language = ctx.lang.spec.name, "{what} failed: the engine panicked");

@@ -12,9 +12,10 @@ use crate::model::errors::{ErrorKind, RequestError};
 pub(crate) async fn plain(ctx: Ctx<'_>, name: &str, args: &Args) -> Reply {
     let (engine, tool, caller) = (ctx.engine(), name.to_owned(), ctx.session.caller.clone());
     let arguments = Value::Object(args.clone());
-    let answer = match ctx.tool_call().run(move || engine.call_plain_tool(&tool, &arguments, &caller)).await {
+    let call = ctx.tool_call();
+    let answer = match call.run(move || engine.call_plain_tool(&tool, &arguments, &caller)).await {
         Ok(answer) => answer,
-        Err(end) => return Reply::error(super::call_failed(&ctx, &format!("tool {name}"), end)),
+        Err(end) => return Reply::error(super::call_failed(&ctx, &format!("tool {name}"), &call, end)),
     };
     let bound = ctx.lang.limits.max_run_bytes;
     match answer {

@@ -30,8 +30,9 @@ pub(crate) async fn trace_fetch(ctx: Ctx<'_>, args: &Args) -> OpResult<TraceFetc
     if narrate {
         let (engine, question) = (ctx.engine(), str_arg(args, "question").map(str::to_owned));
         let fetched = response.clone();
-        let told = ctx.tool_call().run(move || engine.narrate(&fetched, question.as_deref())).await;
-        response.narration = told.map_err(|end| super::call_failed(&ctx, "the narration", end))?;
+        let call = ctx.tool_call();
+        let told = call.run(move || engine.narrate(&fetched, question.as_deref())).await;
+        response.narration = told.map_err(|end| super::call_failed(&ctx, "the narration", &call, end))?;
     }
     Ok(response)
 }

@@ -106,7 +106,7 @@ async fn call_validator(ctx: Ctx<'_>, request: ValidateRequest) -> OpResult<Vali
             tracing::error!(language = ctx.lang.spec.name, "the validator panicked");
             Err(RequestError::internal("the validator failed; the program was not judged"))
         }
-        Err(end @ CallEnd::Busy) => Err(super::call_failed(&ctx, "validation", end)),
+        Err(end @ CallEnd::Busy) => Err(super::call_failed(&ctx, "validation", &call, end)),
     }
 }
 

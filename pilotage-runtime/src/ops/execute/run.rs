@@ -156,7 +156,7 @@ async fn call_engine(
             tracing::error!(language = ctx.lang.spec.name, "the engine panicked");
             Ok(Ended::Panicked)
         }
-        Err(end @ CallEnd::Busy) => Err(crate::ops::call_failed(&ctx, "the run", end)),
+        Err(end @ CallEnd::Busy) => Err(crate::ops::call_failed(&ctx, "the run", call, end)),
         Ok(Err(_aborted)) => Ok(Ended::TimedOut),
         Ok(Ok(finish)) => Ok(Ended::Finished(finish)),
     }
