@@ -94,3 +94,40 @@ async fn sessions_do_not_share_their_retention_budget() {
     let fetched = fetch(&mut a, &mine).await;
     assert_eq!(fetched["isError"], false, "another session's runs never evict mine: {fetched}");
 }
+
+/// This process's resident set, in bytes (Linux).
+fn rss() -> usize {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: usize = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+    pages * 4096
+}
+
+/// The memory one item of each bounded kind costs, measured as resident-set growth over many
+/// items. Run alone (`cargo test --test it -- --ignored per_item --test-threads=1
+/// --nocapture`): other tests in the same process would blur the figures. The bounds asserted
+/// are generous ceilings, so a regression that makes an item cost ten times more fails.
+#[tokio::test]
+#[ignore = "a measurement: run alone with --ignored --test-threads=1"]
+async fn per_item_memory_costs() {
+    const N: usize = 2_000;
+    let server = server(Limits { max_retained_runs: N, ..Limits::default() });
+    let mut conn = Conn::duplex(&server);
+    conn.initialize(true).await;
+    stored_run(&mut conn, "warm-up").await;
+    let before = rss();
+    for i in 0..N {
+        stored_run(&mut conn, &i.to_string()).await;
+    }
+    let per_run = rss().saturating_sub(before) / N;
+    let before = rss();
+    let mut sessions = Vec::new();
+    for _ in 0..N / 4 {
+        let mut c = Conn::duplex(&server);
+        c.initialize(true).await;
+        sessions.push(c);
+    }
+    let per_session = rss().saturating_sub(before) / (N / 4);
+    println!("per retained run: {per_run} B; per MCP session with its own workflow world: {per_session} B");
+    assert!(per_run < 64 << 10, "{per_run}");
+    assert!(per_session < 4 << 20, "{per_session}");
+}

@@ -53,7 +53,7 @@ pub struct Limits {
 impl Default for Limits {
     /// 2 s to validate, 10 s to execute, 10 s for any other engine call, 10 000 steps, 1 MiB
     /// programs, depth 64, 16 MiB per engine call, 1 000 diagnostics, 1 000 retained runs and
-    /// 64 MiB of them per session and Language, idempotency keys for 24 h, isolated validation.
+    /// 16 MiB of them per session and Language, idempotency keys for 24 h, isolated validation.
     fn default() -> Self {
         Limits {
             validate_time: Duration::from_secs(2),
@@ -66,7 +66,7 @@ impl Default for Limits {
             max_diagnostics: 1_000,
             max_retained_runs: 1_000,
             idempotency_window: Duration::from_secs(24 * 3600),
-            max_retained_bytes: 64 << 20,
+            max_retained_bytes: 16 << 20,
             isolate_validation: true,
         }
     }
