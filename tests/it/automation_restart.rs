@@ -147,7 +147,7 @@ fn a_duration_retention_needs_a_durable_store() {
 
 /// RUNTIME BUG (reported): a Run stored over stdio cannot be fetched after the process
 /// restarts, although retention `PT1H` promises it: the record's owner is the per-session
-/// caller `session-<uuid>` (pilotage-runtime/src/server.rs `Shared::new_session`), minted anew
+/// caller `session-<uuid>` (pilotage-runtime/src/server/mod.rs `Shared::new_session`), minted anew
 /// for every MCP session, while Part III §8.4 binds stdio authority to the deployment's ambient
 /// identity. The fetch after the restart answers `not_found`.
 #[tokio::test]
@@ -168,7 +168,7 @@ async fn a_stored_run_survives_a_stdio_restart() {
 }
 
 /// RUNTIME BUG (reported): the idempotency table lives in memory
-/// (pilotage-runtime/src/idempotency.rs, one per `Server`), so a restart forgets every key,
+/// (pilotage-runtime/src/state/idempotency.rs, one per `Server`), so a restart forgets every key,
 /// while Part II §6.5.6 requires a deduplication window at least as long as the declared
 /// retention (`PT1H`, which survives restarts). The retry after a restart executes again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
