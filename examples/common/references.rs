@@ -113,18 +113,51 @@ pub fn references<'a>(v: &'a Json, at: &str, out: &mut Vec<(String, &'a str)>) {
 
 /// Evaluate a template: references replaced by their values, `$$` unescaped. `value_of` gives
 /// the value a root holds at this point (`None`: it has none).
+///
+/// Every value built is charged to the engine call's [`Budget`](pilotage::engine::Budget)
+/// before it is copied: a template that copies large outputs many times fails once the budget
+/// refuses (the runtime then ends the run `partial` at its memory bound), instead of making the
+/// server allocate without bound.
 pub fn resolve<'v, O: OwnRoots>(
     v: &Json,
     value_of: &dyn Fn(&Root<O>) -> Option<&'v Json>,
 ) -> Result<Json, String> {
+    resolve_within(v, value_of, &pilotage::engine::Budget::current())
+}
+
+fn resolve_within<'v, O: OwnRoots>(
+    v: &Json,
+    value_of: &dyn Fn(&Root<O>) -> Option<&'v Json>,
+    budget: &pilotage::engine::Budget,
+) -> Result<Json, String> {
     Ok(match v {
-        Json::String(s) => resolve_text(s, value_of)?,
-        Json::Array(a) => Json::Array(a.iter().map(|x| resolve(x, value_of)).collect::<Result<_, _>>()?),
-        Json::Object(o) => Json::Object(
-            o.iter().map(|(k, x)| Ok((k.clone(), resolve(x, value_of)?))).collect::<Result<_, String>>()?,
-        ),
-        other => other.clone(),
+        Json::String(s) => text_within(s, value_of, budget)?,
+        Json::Array(a) => {
+            charge(budget, 2 + a.len())?;
+            Json::Array(a.iter().map(|x| resolve_within(x, value_of, budget)).collect::<Result<_, _>>()?)
+        }
+        Json::Object(o) => {
+            charge(budget, 2 + o.keys().map(|k| k.len() + 4).sum::<usize>())?;
+            Json::Object(
+                o.iter()
+                    .map(|(k, x)| Ok((k.clone(), resolve_within(x, value_of, budget)?)))
+                    .collect::<Result<_, String>>()?,
+            )
+        }
+        other => {
+            charge(budget, 8)?;
+            other.clone()
+        }
     })
+}
+
+/// Charge `bytes` to `budget`; the error a resolution fails with once it refuses.
+fn charge(budget: &pilotage::engine::Budget, bytes: usize) -> Result<(), String> {
+    if budget.charge(bytes) {
+        Ok(())
+    } else {
+        Err(format!("the values this run builds exceed its memory bound of {} bytes", budget.limit()))
+    }
 }
 
 /// Evaluate one string of a template (see [`resolve`]).
@@ -132,8 +165,19 @@ pub fn resolve_text<'v, O: OwnRoots>(
     s: &str,
     value_of: &dyn Fn(&Root<O>) -> Option<&'v Json>,
 ) -> Result<Json, String> {
+    text_within(s, value_of, &pilotage::engine::Budget::current())
+}
+
+fn text_within<'v, O: OwnRoots>(
+    s: &str,
+    value_of: &dyn Fn(&Root<O>) -> Option<&'v Json>,
+    budget: &pilotage::engine::Budget,
+) -> Result<Json, String> {
     let r = match classify::<O>(s) {
-        Text::Literal(l) => return Ok(Json::String(l.to_owned())),
+        Text::Literal(l) => {
+            charge(budget, l.len() + 2)?;
+            return Ok(Json::String(l.to_owned()));
+        }
         Text::Ref(Err(e)) => return Err(e),
         Text::Ref(Ok(r)) => r,
     };
@@ -146,6 +190,7 @@ pub fn resolve_text<'v, O: OwnRoots>(
         };
         cur = next.ok_or_else(|| format!("{s}: {} has no member '{seg}'", short(cur)))?;
     }
+    charge(budget, pilotage::engine::call::json_size(cur))?;
     Ok(cur.clone())
 }
 
@@ -165,10 +210,42 @@ pub fn ptr(base: &str, token: impl std::fmt::Display) -> String {
     format!("{base}/{token}")
 }
 
-/// Up to three of `candidates` within edit distance 3 of `name`, closest first.
+/// Close-match lookups one validation makes (see [`begin_hints`]); later unknown names get the
+/// engine's plain hint. Keeps validation linear in the program's size: each lookup compares
+/// against at most [`MAX_HINT_CANDIDATES`] candidates of similar length.
+pub const MAX_HINT_LOOKUPS: usize = 64;
+/// Candidates one close-match lookup compares at most.
+pub const MAX_HINT_CANDIDATES: usize = 4096;
+/// Names longer than this get no close-match hint.
+const MAX_HINT_NAME: usize = 64;
+
+thread_local! {
+    static HINTS_LEFT: std::cell::Cell<usize> = const { std::cell::Cell::new(MAX_HINT_LOOKUPS) };
+}
+
+/// Start a validation's close-match allowance ([`MAX_HINT_LOOKUPS`] on this thread).
+pub fn begin_hints() {
+    HINTS_LEFT.with(|h| h.set(MAX_HINT_LOOKUPS));
+}
+
+/// Whether this validation may still compute a close-match hint (check it before gathering
+/// candidates that cost work to list).
+pub fn hints_left() -> bool {
+    HINTS_LEFT.with(|h| h.get() > 0) && !pilotage::engine::Signal::current().is_cancelled()
+}
+
+/// Up to three of `candidates` within edit distance 3 of `name`, closest first (none once the
+/// validation's allowance of lookups is spent, or the call is cancelled).
 pub fn close<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    let n = name.chars().count();
+    if n > MAX_HINT_NAME || !hints_left() {
+        return Vec::new();
+    }
+    HINTS_LEFT.with(|h| h.set(h.get() - 1));
     let mut scored: Vec<(usize, &str)> = candidates
         .into_iter()
+        .take(MAX_HINT_CANDIDATES)
+        .filter(|c| c.len() <= 4 * (MAX_HINT_NAME + 3) && c.chars().count().abs_diff(n) <= 3)
         .map(|c| (pilotage::engine::catalog::edit_distance(name, c), c))
         .filter(|(d, _)| *d <= 3)
         .collect();

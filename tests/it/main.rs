@@ -52,6 +52,7 @@ mod combined_server;
 mod combined_shared_tools;
 mod completeness;
 mod conformance;
+mod engine_bounds;
 mod execution_bounds;
 mod expansion;
 mod hostile_calls;

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pilotage::engine::CatalogSnapshot;
+use pilotage::engine::{CatalogSnapshot, Signal};
 use pilotage::prelude::*;
 use serde_json::Map;
 
@@ -45,6 +45,7 @@ fn ids_of(snapshot: &CatalogSnapshot, kind: AutoKind) -> Vec<&str> {
 
 /// Validate `doc`, reporting findings and plan steps on `v`.
 pub fn validate(doc: &Json, v: &mut Validation<AutoCode, AutoRisk>) {
+    program::begin_hints();
     let (program, findings) = program::parse(doc);
     let snapshot = v.snapshot();
     let empty = CatalogSnapshot::new(Vec::new());
@@ -234,18 +235,39 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn steps(&mut self, steps: &[Step], scope: &mut Scope, nesting: &Nesting) {
+    /// Check `steps` in order; returns the ids it added to `scope` (each visible to the steps
+    /// after it).
+    fn steps(&mut self, steps: &[Step], scope: &mut Scope, nesting: &Nesting) -> Vec<String> {
+        let mut added = Vec::new();
         for step in steps {
+            if Signal::current().is_cancelled() {
+                break;
+            }
             self.step(step, scope, nesting);
             if let (Some(id), Body::Call { .. } | Body::Set { .. } | Body::Run { .. }) =
                 (&step.id, &step.body)
             {
-                scope.steps.insert(id.clone());
+                if scope.steps.insert(id.clone()) {
+                    added.push(id.clone());
+                }
             }
         }
+        added
     }
 
-    fn step(&mut self, step: &Step, scope: &Scope, nesting: &Nesting) {
+    /// Check a nested step list (an arm, a loop body) in `scope` plus `var`, then restore
+    /// `scope`: what the list declares stays inside it. No copy of the scope per list, so
+    /// validation stays linear in the program's size.
+    fn nested(&mut self, steps: &[Step], scope: &mut Scope, nesting: &Nesting, var: Option<String>) {
+        let vars = scope.vars.len();
+        scope.vars.extend(var);
+        for id in self.steps(steps, scope, nesting) {
+            scope.steps.remove(&id);
+        }
+        scope.vars.truncate(vars);
+    }
+
+    fn step(&mut self, step: &Step, scope: &mut Scope, nesting: &Nesting) {
         let id = step.id.clone().unwrap_or_default();
         if let Some(sid) = &step.id {
             let at = ptr(&step.path, "id");
@@ -366,8 +388,7 @@ impl<'a> Checker<'a> {
                     }
                     let inner =
                         Nesting { arm: Some((id.clone(), label.clone())), in_loop: nesting.in_loop.clone() };
-                    let mut arm_scope = scope.clone();
-                    self.steps(&arm.steps, &mut arm_scope, &inner);
+                    self.nested(&arm.steps, scope, &inner, None);
                 }
                 return;
             }
@@ -395,9 +416,7 @@ impl<'a> Checker<'a> {
                 }
                 self.plan.push(item);
                 let inner = Nesting { arm: None, in_loop: Some(id.clone()) };
-                let mut body_scope = scope.clone();
-                body_scope.vars.extend(var.clone());
-                self.steps(steps, &mut body_scope, &inner);
+                self.nested(steps, scope, &inner, var.clone());
                 return;
             }
             Body::Unknown => return,
@@ -442,16 +461,18 @@ impl<'a> Checker<'a> {
                 None
             }
             None => {
-                let candidates = ids_of(self.snapshot, want);
-                let hint = close_hint(name, candidates.iter().copied()).unwrap_or_else(|| {
-                    format!(
-                        "list them with pilotage_catalog (verb list, kind {})",
-                        match want {
-                            AutoKind::Routine => "routine",
-                            _ => "action",
-                        }
-                    )
-                });
+                let hint = program::hints_left()
+                    .then(|| close_hint(name, ids_of(self.snapshot, want)))
+                    .flatten()
+                    .unwrap_or_else(|| {
+                        format!(
+                            "list them with pilotage_catalog (verb list, kind {})",
+                            match want {
+                                AutoKind::Routine => "routine",
+                                _ => "action",
+                            }
+                        )
+                    });
                 self.report(
                     Finding::error(code, at, format!("no {what} '{name}' in your catalog")).hint(hint),
                 );
@@ -560,10 +581,12 @@ impl<'a> Checker<'a> {
                 if self.inputs.contains_key(name) {
                     self.used_inputs.insert(name.clone());
                 } else {
-                    let names: Vec<String> = self.inputs.keys().cloned().collect();
-                    let hint = close_hint(name, names.iter().map(String::as_str)).unwrap_or_else(|| {
-                        format!("declare it in `inputs`: \"inputs\": {{\"{name}\": \"string\"}}")
-                    });
+                    let hint = program::hints_left()
+                        .then(|| close_hint(name, self.inputs.keys().map(String::as_str)))
+                        .flatten()
+                        .unwrap_or_else(|| {
+                            format!("declare it in `inputs`: \"inputs\": {{\"{name}\": \"string\"}}")
+                        });
                     self.report(
                         Finding::error(
                             AutoCode::UnknownReference,
@@ -592,9 +615,11 @@ impl<'a> Checker<'a> {
                             .hint("branch and loop steps produce no output"),
                     ),
                     None => {
-                        let ids: Vec<&str> = self.all.keys().map(String::as_str).collect();
+                        let hint = program::hints_left()
+                            .then(|| close_hint(id, self.all.keys().map(String::as_str)))
+                            .flatten();
                         let f = Finding::error(AutoCode::UnknownReference, at, format!("{text}: no step '{id}'"))
-                            .maybe_hint(close_hint(id, ids));
+                            .maybe_hint(hint);
                         self.report(f);
                     }
                 }

@@ -20,7 +20,8 @@ mod references;
 pub use findings::{has_errors, type_name};
 pub use inputs::{Input, InputType};
 pub use references::{
-    classify, close_hint, is_name, is_step_id, ptr, references, resolve, resolve_text, short,
+    begin_hints, classify, close_hint, hints_left, is_name, is_step_id, ptr, references, resolve,
+    resolve_text, short,
 };
 
 /// One structural or semantic finding, before it is handed to the runtime.

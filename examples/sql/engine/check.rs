@@ -12,6 +12,7 @@ use std::ops::ControlFlow;
 use std::sync::Mutex;
 
 use pilotage::engine::catalog::edit_distance;
+use pilotage::engine::Signal;
 use pilotage::prelude::*;
 use sqlparser::ast::Spanned;
 use sqlparser::ast::{
@@ -109,9 +110,24 @@ impl Visible {
     }
 }
 
+/// Close-match lookups one validation makes; later unknown names get the plain hint, so the
+/// hints cost a bounded amount of work whatever the program's size.
+const MAX_HINT_LOOKUPS: usize = 64;
+
+thread_local! {
+    static HINTS_LEFT: std::cell::Cell<usize> = const { std::cell::Cell::new(MAX_HINT_LOOKUPS) };
+}
+
 fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let n = name.chars().count();
+    if n > 64 || HINTS_LEFT.with(|h| h.get()) == 0 || Signal::current().is_cancelled() {
+        return None;
+    }
+    HINTS_LEFT.with(|h| h.set(h.get() - 1));
     let lower = name.to_lowercase();
     candidates
+        .take(4096)
+        .filter(|c| c.chars().count().abs_diff(n) <= 3)
         .map(|c| (edit_distance(&lower, &c.to_lowercase()), c))
         .filter(|(d, _)| *d <= 3.min(lower.len().max(1)))
         .min()
@@ -173,7 +189,11 @@ pub fn check(db: &Db, program: &Json, v: &mut Validation<SqlCode, SqlRisk>) -> V
     let visible = Visible::new(v.catalog(), db.tables());
     let mut dropped: Vec<String> = Vec::new();
     let mut checked = Vec::new();
+    HINTS_LEFT.with(|h| h.set(MAX_HINT_LOOKUPS));
     for stmt in statements {
+        if v.is_cancelled() {
+            break;
+        }
         if let Some(a) = analyze(&stmt, &visible, &mut dropped, v) {
             if prepare(db, &src, &stmt, &visible, &a, v) {
                 checked.push((stmt, a));

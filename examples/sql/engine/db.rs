@@ -8,8 +8,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use pilotage::engine::Signal;
 use pilotage::prelude::*;
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
+use rusqlite::limits::Limit;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 
@@ -271,12 +273,17 @@ impl Db {
             }
         }));
         let deadline = db.deadline.clone();
+        // Every statement (runs, validation's `prepare`, the admin tools) is interrupted once the
+        // engine call running it is cancelled or past its deadline, or past the run's own
+        // deadline: a runaway statement stops within the call's time bound.
         db.conn.progress_handler(
             1000,
             Some(move || {
-                deadline.lock().unwrap_or_else(|p| p.into_inner()).is_some_and(|d| Instant::now() >= d)
+                Signal::current().is_cancelled()
+                    || deadline.lock().unwrap_or_else(|p| p.into_inner()).is_some_and(|d| Instant::now() >= d)
             }),
         );
+        db.admin(bound)?;
         Ok(db)
     }
 
@@ -399,6 +406,36 @@ impl Db {
             Ok(json!({"fingerprint": fingerprint(canonical.as_bytes()), "rows": counts}))
         })
     }
+}
+
+/// SQLite's own limits on every connection, so no statement can make it build a value, a
+/// statement or a database the server cannot afford (the defaults allow 1 GB strings).
+pub const LIMITS: &[(Limit, i32)] = &[
+    (Limit::SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES),
+    (Limit::SQLITE_LIMIT_SQL_LENGTH, 1 << 20),
+    (Limit::SQLITE_LIMIT_COLUMN, 200),
+    (Limit::SQLITE_LIMIT_EXPR_DEPTH, 200),
+    (Limit::SQLITE_LIMIT_COMPOUND_SELECT, 100),
+    (Limit::SQLITE_LIMIT_VDBE_OP, 100_000),
+    (Limit::SQLITE_LIMIT_FUNCTION_ARG, 100),
+    (Limit::SQLITE_LIMIT_ATTACHED, 0),
+    (Limit::SQLITE_LIMIT_LIKE_PATTERN_LENGTH, 10_000),
+    (Limit::SQLITE_LIMIT_VARIABLE_NUMBER, 1000),
+    (Limit::SQLITE_LIMIT_TRIGGER_DEPTH, 10),
+];
+
+/// The largest string or blob (and row) SQLite may build: 1 MiB.
+pub const MAX_VALUE_BYTES: i32 = 1 << 20;
+
+/// The largest database a session's copy may grow to, in 4 KiB pages (64 MiB).
+pub const MAX_PAGES: u32 = 16_384;
+
+/// Install [`LIMITS`] and [`MAX_PAGES`] on `conn`.
+fn bound(conn: &Connection) -> Result<(), String> {
+    for (limit, value) in LIMITS {
+        conn.set_limit(*limit, *value).map_err(|e| e.to_string())?;
+    }
+    conn.pragma_update(None, "max_page_count", MAX_PAGES).map_err(|e| e.to_string())
 }
 
 /// A value as JSON: NULL → null, INTEGER → integer, REAL → number, TEXT → string, BLOB →

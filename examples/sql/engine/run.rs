@@ -8,8 +8,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use pilotage::engine::Failure;
+use pilotage::engine::call::json_size;
 use pilotage::engine::ValidateRequest;
+use pilotage::engine::{Budget, Failure};
 use pilotage::prelude::*;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::ErrorCode;
@@ -108,6 +109,11 @@ fn statement(
             _ => Failure::Error,
         };
         let message = match (&e, status) {
+            (_, Failure::Engine(SqlStatus::Timeout))
+                if pilotage::engine::Signal::current().is_cancelled() =>
+            {
+                "interrupted at the run's time bound".to_owned()
+            }
             (_, Failure::Engine(SqlStatus::Timeout)) => {
                 format!("interrupted after {}s", TIME_LIMIT.as_secs())
             }
@@ -128,6 +134,7 @@ fn statement(
         return Ok(json!({"changes": changes}));
     }
     let columns: Vec<String> = st.column_names().into_iter().map(str::to_owned).collect();
+    let budget = Budget::current();
     let mut rows = st.raw_query();
     let mut out = Vec::new();
     let mut more = false;
@@ -138,7 +145,18 @@ fn statement(
         }
         let cells: Vec<Json> =
             (0..n).map(|i| row.get_ref(i).map(cell)).collect::<Result<_, _>>().map_err(fail)?;
-        out.push(Json::Array(cells));
+        let row = Json::Array(cells);
+        // Each row read is held until the run ends: charged to the run's byte budget, so many
+        // large rows end the run at its memory bound instead of building an unbounded answer.
+        if !budget.charge(json_size(&row)) {
+            let message = format!(
+                "the rows read so far exceed the run's memory bound of {} bytes (after {} rows)",
+                budget.limit(),
+                out.len()
+            );
+            return Err((Failure::Partial, message));
+        }
+        out.push(row);
     }
     let mut output = json!({"columns": columns, "rows": out});
     if more {

@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use pilotage::engine::Signal;
 use pilotage::model::closed_sets::{EntryKind, RiskLevel};
 use pilotage::prelude::*;
 
@@ -99,6 +100,7 @@ struct Declared {
 
 /// Run every check on `doc` against `catalog`.
 pub fn analyse(doc: &Json, catalog: Option<&CatalogSnapshot>) -> Analysis {
+    program::begin_hints();
     let (program, findings) = program::parse(doc);
     let mut c = Checker {
         catalog,
@@ -108,6 +110,7 @@ pub fn analyse(doc: &Json, catalog: Option<&CatalogSnapshot>) -> Analysis {
         declared: HashMap::new(),
         loop_vars: HashMap::new(),
         frames: Vec::new(),
+        visible: HashMap::new(),
         containers: Vec::new(),
         vars: Vec::new(),
         shapes: HashMap::new(),
@@ -128,6 +131,8 @@ struct Checker<'a> {
     loop_vars: HashMap<String, Vec<String>>,
     /// Visible step ids, one frame per enclosing step list.
     frames: Vec<Vec<String>>,
+    /// How many frames hold each visible id (the scope test without scanning the frames).
+    visible: HashMap<String, usize>,
     containers: Vec<Container>,
     /// Loop variables in scope, innermost last, with the item shape.
     vars: Vec<(String, Shape)>,
@@ -152,7 +157,7 @@ impl Checker<'_> {
         if let Some((at, out)) = &p.output {
             self.template(out, at);
         }
-        self.frames.pop();
+        self.pop_frame();
         for input in &p.inputs {
             if !self.used_inputs.contains(&input.name) {
                 self.report(
@@ -170,6 +175,9 @@ impl Checker<'_> {
     /// Pre-pass: where every id is declared; duplicate and unusable ids.
     fn declare(&mut self, steps: &[Step], containers: &mut Vec<Container>) {
         for step in steps {
+            if Signal::current().is_cancelled() {
+                return;
+            }
             if let Some(id) = &step.id {
                 let id_path = ptr(&step.path, "id");
                 self.ids.push((id.clone(), id_path.clone()));
@@ -231,6 +239,18 @@ impl Checker<'_> {
         }
     }
 
+    /// Leave a step list: its ids go out of scope.
+    fn pop_frame(&mut self) {
+        for id in self.frames.pop().unwrap_or_default() {
+            if let Some(n) = self.visible.get_mut(&id) {
+                *n -= 1;
+                if *n == 0 {
+                    self.visible.remove(&id);
+                }
+            }
+        }
+    }
+
     fn plan_item(&self, id: &str, calls: Option<String>, risk: WfRisk) -> PlanItem {
         let arm = match self.containers.last() {
             Some(Container::Arm { branch, label }) => Some((branch.clone(), label.clone())),
@@ -245,11 +265,15 @@ impl Checker<'_> {
 
     fn steps(&mut self, steps: &[Step]) {
         for step in steps {
+            if Signal::current().is_cancelled() {
+                return;
+            }
             let id = step.id.clone().unwrap_or_default();
             let shape = self.step(step, &id);
             if !id.is_empty() {
                 if let Some(frame) = self.frames.last_mut() {
                     frame.push(id.clone());
+                    *self.visible.entry(id.clone()).or_default() += 1;
                 }
                 self.shapes.insert(id, shape);
             }
@@ -270,7 +294,7 @@ impl Checker<'_> {
                 let Some(entry) = entry else {
                     let hint = self
                         .catalog
-                        .map(|c| c.close_matches(name, 3))
+                        .map(|c| program::close(name, c.entries().iter().map(|e| e.id.as_str())))
                         .filter(|m| !m.is_empty())
                         .map(|m| format!("close match: {}", m.join(", ")));
                     self.report(
@@ -344,7 +368,7 @@ impl Checker<'_> {
                 self.vars.push((var.clone().unwrap_or_default(), item_shape));
                 self.frames.push(Vec::new());
                 self.steps(steps);
-                self.frames.pop();
+                self.pop_frame();
                 self.vars.pop();
                 self.containers.pop();
                 None
@@ -355,7 +379,7 @@ impl Checker<'_> {
 
     fn arms(&mut self, branch: &str, arms: &[Arm], at: &str) {
         let mut labels: HashMap<&str, &str> = HashMap::new();
-        let mut seen_equals: Vec<&Json> = Vec::new();
+        let mut seen_equals: std::collections::HashSet<String> = std::collections::HashSet::new();
         let mut default_at: Option<&str> = None;
         for arm in arms {
             if let Some(label) = &arm.label {
@@ -382,7 +406,7 @@ impl Checker<'_> {
                     .hint(format!("move the default arm ({d}) last")),
                 );
             } else if let Some(eq) = &arm.equals {
-                if seen_equals.contains(&eq) {
+                if !seen_equals.insert(canonical(eq)) {
                     self.report(
                         Finding::warning(
                             WfCode::UnreachableArm,
@@ -392,7 +416,6 @@ impl Checker<'_> {
                         .hint("arms are tried in order and the first match runs"),
                     );
                 }
-                seen_equals.push(eq);
             } else {
                 default_at = Some(&arm.path);
             }
@@ -409,13 +432,13 @@ impl Checker<'_> {
                     self.containers.push(Container::Arm { branch: branch.to_owned(), label: label.clone() });
                     self.frames.push(Vec::new());
                     self.steps(&arm.steps);
-                    self.frames.pop();
+                    self.pop_frame();
                     self.containers.pop();
                 }
                 None => {
                     self.frames.push(Vec::new());
                     self.steps(&arm.steps);
-                    self.frames.pop();
+                    self.pop_frame();
                 }
             }
         }
@@ -588,8 +611,9 @@ impl Checker<'_> {
             }
             Root::Step(id) => {
                 let Some(declared) = self.declared.get(id) else {
-                    let visible: Vec<&str> = self.frames.iter().flatten().map(String::as_str).collect();
-                    let hint = close_hint(id, visible)
+                    let hint = program::hints_left()
+                        .then(|| close_hint(id, self.visible.keys().map(String::as_str)))
+                        .flatten()
                         .unwrap_or_else(|| "reference a step that runs before this one".to_owned());
                     self.report(
                         Finding::error(
@@ -612,7 +636,7 @@ impl Checker<'_> {
                     );
                     return None;
                 }
-                if !self.frames.iter().flatten().any(|v| v == id) {
+                if !self.visible.contains_key(id) {
                     let why = match declared
                         .containers
                         .iter()
@@ -691,6 +715,22 @@ fn member(s: &Json, seg: &str) -> Result<Shape, (String, Option<String>)> {
     }
 }
 
+/// `v`'s JSON text with object members sorted: equal values (objects compare regardless of
+/// member order) have equal texts.
+fn canonical(v: &Json) -> String {
+    match v {
+        Json::Object(o) => {
+            let mut members: Vec<(&String, &Json)> = o.iter().collect();
+            members.sort_by(|a, b| a.0.cmp(b.0));
+            let inner: Vec<String> =
+                members.iter().map(|(k, x)| format!("{}:{}", Json::from(k.as_str()), canonical(x))).collect();
+            format!("{{{}}}", inner.join(","))
+        }
+        Json::Array(a) => format!("[{}]", a.iter().map(canonical).collect::<Vec<_>>().join(",")),
+        other => other.to_string(),
+    }
+}
+
 /// The single `type` of a schema, when it has exactly one.
 fn schema_type(s: Option<&Json>) -> Option<&str> {
     let s = s?;
@@ -715,13 +755,27 @@ fn compatible(actual: &str, expected: &str, literal: bool) -> bool {
 }
 
 /// The schema of a literal template: objects are closed over their members; references inside
-/// are unknown.
+/// are unknown. At most [`MAX_SHAPE_NODES`] values are described; the rest are unknown (`{}`),
+/// so a shape stays small however large the literal, and copying it per reference is cheap.
 fn literal_shape(v: &Json) -> Json {
+    let mut left = MAX_SHAPE_NODES;
+    shape_within(v, &mut left)
+}
+
+/// Values of a literal its shape describes at most.
+const MAX_SHAPE_NODES: usize = 256;
+
+fn shape_within(v: &Json, left: &mut usize) -> Json {
+    if *left == 0 {
+        return json!({});
+    }
+    *left -= 1;
     match v {
         Json::String(s) if matches!(program::classify(s), Text::Ref(_)) => json!({}),
+        Json::Object(o) if o.len() > *left => json!({"type": "object"}),
         Json::Object(o) => {
             let props: serde_json::Map<String, Json> =
-                o.iter().map(|(k, x)| (k.clone(), literal_shape(x))).collect();
+                o.iter().map(|(k, x)| (k.clone(), shape_within(x, left))).collect();
             json!({"type": "object", "properties": props, "additionalProperties": false})
         }
         Json::Array(_) => json!({"type": "array"}),
