@@ -536,3 +536,14 @@ fn sqlite_store_purges_expired_runs_and_replays() {
     assert_eq!(store.purge_expired(), 2, "one run and one replay had expired");
     assert!(store.get_replay("k2").is_some());
 }
+
+#[test]
+fn close_matches_are_bounded_work() {
+    let snap = CatalogSnapshot::new(vec![
+        CatalogEntry::new("cap_read", Kind::Cap, "r", Risk::Safe),
+        CatalogEntry::new("cap_reads_everything_else", Kind::Cap, "r", Risk::Safe),
+    ]);
+    assert_eq!(snap.close_matches("cap_raed", 3), ["cap_read"]);
+    assert!(snap.close_matches(&"x".repeat(65), 3).is_empty(), "too long to compare");
+    assert!(snap.close_matches(&"cap_read".repeat(8), 3).is_empty(), "64 characters, nothing within 3");
+}

@@ -36,11 +36,20 @@ impl CatalogSnapshot {
         self.entries.binary_search_by(|e| e.id.as_str().cmp(id)).ok().map(|i| &self.entries[i])
     }
     /// Visible ids closest to `name` by edit distance (at most `max`, distance ≤ 3), for hints.
-    /// Only entries in this (caller-scoped) snapshot can ever be suggested.
+    /// Only entries in this (caller-scoped) snapshot can ever be suggested. The work is bounded:
+    /// names longer than [`CLOSE_MATCH_MAX_LEN`] get no suggestion, candidates whose length
+    /// differs by more than 3 are skipped without a comparison, and at most
+    /// [`CLOSE_MATCH_CANDIDATES`] are compared.
     pub fn close_matches(&self, name: &str, max: usize) -> Vec<&str> {
+        let len = name.chars().count();
+        if len > CLOSE_MATCH_MAX_LEN {
+            return Vec::new();
+        }
         let mut scored: Vec<(usize, &str)> = self
             .entries
             .iter()
+            .filter(|e| e.id.len().abs_diff(name.len()) <= 3 * 4 && e.id.chars().count().abs_diff(len) <= 3)
+            .take(CLOSE_MATCH_CANDIDATES)
             .map(|e| (edit_distance(name, &e.id), e.id.as_str()))
             .filter(|(d, _)| *d <= 3)
             .collect();
@@ -48,6 +57,12 @@ impl CatalogSnapshot {
         scored.into_iter().take(max).map(|(_, id)| id).collect()
     }
 }
+
+/// Names longer than this get no close-match suggestion (an edit distance is quadratic).
+pub const CLOSE_MATCH_MAX_LEN: usize = 64;
+
+/// The most catalog entries one close-match lookup compares.
+pub const CLOSE_MATCH_CANDIDATES: usize = 4_096;
 
 /// Levenshtein distance, for close-match hints.
 pub fn edit_distance(a: &str, b: &str) -> usize {
