@@ -54,6 +54,7 @@ mod completeness;
 mod conformance;
 mod execution_bounds;
 mod expansion;
+mod frames;
 mod http_edge;
 mod loop_duplex;
 mod loop_http;
