@@ -55,6 +55,7 @@ mod conformance;
 mod engine_bounds;
 mod execution_bounds;
 mod expansion;
+mod frames;
 mod hostile_calls;
 mod hostile_state;
 mod http_edge;

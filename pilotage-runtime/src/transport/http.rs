@@ -17,6 +17,11 @@
 //! * **Malformed JSON.** rmcp answers `415` with a text body when the POST body
 //!   is not JSON. The adapter answers HTTP 400 with a JSON-RPC `-32700` Parse
 //!   error instead. Bodies over 4 MiB get HTTP 413.
+//! * **Frames rmcp cannot read.** The body is judged as the stdio pump judges a line
+//!   (the private `frame` module): an invalid request gets HTTP 400 with a JSON-RPC error
+//!   carrying its id where readable, a notification rmcp cannot read gets `202 Accepted`
+//!   and no body, and a `tools/call` nested too deep to parse gets HTTP 200 with the
+//!   runtime's `bounds_exceeded` tool result as a plain JSON body.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -30,14 +35,15 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::ServerHandler;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::edge::{self, EdgeLimits};
+use super::frame::{self, Judged};
 use super::sessions::{self, CappedSessions};
-use super::{invalid_request, parse_error};
 
 /// Largest accepted POST body (the same 4 MiB default rmcp uses).
 const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
@@ -230,16 +236,11 @@ async fn adapt_post(State(adapter): State<Adapter>, request: Request, next: Next
         Ok(bytes) => bytes,
         Err(response) => return response,
     };
-    let (id, opens_session) = match serde_json::from_slice::<Value>(&bytes) {
-        Ok(v) => match invalid_request(&v) {
-            Some(reply) => return json_response(StatusCode::BAD_REQUEST, &reply),
-            None => {
-                let opens = v.get("method") == Some(&json!("initialize"))
-                    && !parts.headers.contains_key(SESSION_HEADER);
-                (v.get("id").cloned().unwrap_or(Value::Null), opens)
-            }
-        },
-        Err(e) => return json_response(StatusCode::BAD_REQUEST, &parse_error(e)),
+    let (id, opens_session) = match frame::judge(&bytes, at_least_2026_07_28(&parts.headers)) {
+        Judged::Message(message) => (request_id(&message), opens_session(&message, &parts.headers)),
+        Judged::Reply(reply) => return judged_reply(&reply),
+        // A notification rmcp cannot read: accepted, and never answered (JSON-RPC 2.0 §4.1).
+        Judged::Silent => return StatusCode::ACCEPTED.into_response(),
     };
     let json_body = has_essence(&parts.headers, JSON_MIME);
     let plain_json = !accepts_event_stream(&parts.headers);
@@ -262,6 +263,35 @@ async fn adapt_post(State(adapter): State<Adapter>, request: Request, next: Next
     } else {
         response
     }
+}
+
+/// Whether the request says it speaks MCP 2026-07-28 or later (`MCP-Protocol-Version`).
+fn at_least_2026_07_28(headers: &HeaderMap) -> bool {
+    headers
+        .get("mcp-protocol-version")
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|version| version.trim() >= "2026-07-28")
+}
+
+/// The id of a request (`null` for any other message).
+fn request_id(message: &ClientJsonRpcMessage) -> Value {
+    match message {
+        JsonRpcMessage::Request(request) => serde_json::to_value(&request.id).unwrap_or(Value::Null),
+        _ => Value::Null,
+    }
+}
+
+/// Whether `message` is an `initialize` outside a session, which opens one.
+fn opens_session(message: &ClientJsonRpcMessage, headers: &HeaderMap) -> bool {
+    let initialize = matches!(message, JsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::InitializeRequest(_)));
+    initialize && !headers.contains_key(SESSION_HEADER)
+}
+
+/// The response for a frame answered without rmcp: HTTP 400 for an error, 200 for a result
+/// (a `bounds_exceeded` tool result), as a plain JSON body either way.
+fn judged_reply(reply: &Value) -> Response {
+    let status = if reply.get("error").is_some() { StatusCode::BAD_REQUEST } else { StatusCode::OK };
+    json_response(status, reply)
 }
 
 /// Reads a POST body of at most [`MAX_BODY_BYTES`] within `timeout`, or the error response.

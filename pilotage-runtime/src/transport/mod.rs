@@ -10,8 +10,14 @@
 //!   Clients that only accept `application/json` get a plain JSON body instead
 //!   of `406 Not Acceptable` or an SSE stream, and a body that is not JSON gets
 //!   HTTP 400 with a JSON-RPC `-32700` error instead of a `415` text body.
+//!
+//! Both judge each incoming frame the same way first (the private `frame` module): an
+//! error reply carries the request's id wherever it is readable, a notification is never
+//! answered, and a `tools/call` nested too deep for a JSON parser gets the runtime's
+//! `bounds_exceeded` result.
 
 mod edge;
+mod frame;
 pub mod http;
 mod sessions;
 pub mod stdio;

@@ -1,36 +1,42 @@
 //! Newline-delimited JSON-RPC over a reader/writer pair (stdio in production).
 //!
-//! rmcp's async read/write transport silently ignores a line that is not JSON.
-//! The Pilotage spec requires a JSON-RPC `-32700` Parse error reply instead, so
-//! [`serve_lines`] puts a small pump in front of rmcp:
+//! rmcp's async read/write transport silently ignores a line that is not JSON, and answers a
+//! line it cannot read as a client message with an error that has no `id`, notifications
+//! included. [`serve_lines`] reads the lines itself instead and hands rmcp typed messages:
 //!
 //! ```text
-//! reader ──pump──▶ in-memory pipe ──▶ rmcp ──▶ in-memory pipe ──copier──▶ writer
-//!          └── not JSON: -32700 ─────────────────────────────────────────▶ writer
+//! reader ──pump──▶ channel ──▶ rmcp ──▶ channel ──copier──▶ writer
+//!          └── judged: an error reply, a bounds_exceeded result, or nothing ──▶ writer
 //! ```
 //!
-//! Lines that are JSON (even when they are not a valid JSON-RPC message, which
-//! rmcp answers itself) go to rmcp unchanged. Both the pump and the copier
-//! write whole lines under one lock, so replies never interleave.
+//! The pump judges every line with [`frame::judge`](super::frame::judge): a client message
+//! goes to rmcp (the line's only parse); anything else is answered as JSON-RPC 2.0 requires
+//! (`-32700` for a line that is not JSON, `-32600`/`-32602` with the request's id, no reply
+//! to a notification), and a `tools/call` nested too deep to parse gets the runtime's
+//! `bounds_exceeded` result. Both the pump and the copier write whole lines under one lock,
+//! so replies never interleave.
 
 use std::io;
 use std::sync::Arc;
 
+use futures::channel::mpsc;
+use futures::{SinkExt, StreamExt};
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::service::ServerInitializeError;
 use rmcp::{ServerHandler, ServiceExt};
 use tokio::io::{
     AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader,
-    DuplexStream,
 };
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use super::{invalid_request, parse_error};
+use super::frame::{self, Judged};
+use super::parse_error;
 
 /// Longest accepted input line, the same 16 MiB limit rmcp applies.
 const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
-/// Buffer size of each in-memory pipe between the pump, rmcp and the copier.
-const PIPE_BYTES: usize = 64 * 1024;
+/// Messages each channel between the pump, rmcp and the copier holds.
+const QUEUE: usize = 64;
 /// UTF-8 byte order mark, which rmcp (and RFC 8259) tolerate before JSON.
 const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
@@ -46,10 +52,12 @@ pub async fn serve_stdio<S: ServerHandler>(handler: S) -> io::Result<()> {
 
 /// Serves `handler` as MCP over newline-delimited JSON-RPC on `reader`/`writer`.
 ///
-/// Every line read is either forwarded to rmcp (when it is JSON) or answered
-/// with `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,...}}` (when it is
-/// not). Blank lines are ignored, and a line longer than 16 MiB is discarded and
-/// answered with the same parse error. Each reply line is flushed as written.
+/// Every line read is either handed to rmcp (when it is a client message) or judged here:
+/// a line that is not JSON gets `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,...}}`,
+/// JSON that is not a JSON-RPC 2.0 request gets `-32600` and a request whose params do not
+/// fit its method `-32602`, each with the request's id where it is readable; a notification
+/// that rmcp cannot read gets no reply. Blank lines are ignored, and a line longer than
+/// 16 MiB is discarded and answered with a parse error. Each reply line is flushed as written.
 ///
 /// Returns `Ok(())` once `reader` reaches EOF and rmcp has answered the
 /// requests already in flight, including when EOF comes before `initialize`.
@@ -62,24 +70,24 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let writer = Arc::new(Mutex::new(writer));
-    // Client to rmcp: the pump writes `to_rmcp`, rmcp reads `rmcp_in`.
-    let (to_rmcp, rmcp_in) = tokio::io::duplex(PIPE_BYTES);
-    // rmcp to client: rmcp writes `rmcp_out`, the copier reads `from_rmcp`.
-    let (rmcp_out, from_rmcp) = tokio::io::duplex(PIPE_BYTES);
+    // Client to rmcp: the pump sends on `to_rmcp`, rmcp receives on `rmcp_in`.
+    let (to_rmcp, rmcp_in) = mpsc::channel::<ClientJsonRpcMessage>(QUEUE);
+    // rmcp to client: rmcp sends on `rmcp_out`, the copier receives on `from_rmcp`.
+    let (rmcp_out, from_rmcp) = mpsc::channel::<ServerJsonRpcMessage>(QUEUE);
     // Cancelled by the copier when the real writer fails, which stops rmcp.
     let stop = CancellationToken::new();
 
     let pump = tokio::spawn(pump_input(reader, to_rmcp, writer.clone()));
     let copier = tokio::spawn(copy_output(from_rmcp, writer, stop.clone()));
 
-    let served = match handler.serve_with_ct((rmcp_in, rmcp_out), stop).await {
+    let served = match handler.serve_with_ct((rmcp_out, rmcp_in), stop).await {
         Ok(running) => running.waiting().await.map(drop).map_err(io::Error::other),
         // The input ended, or the output failed, before a session started.
         Err(ServerInitializeError::ConnectionClosed(_) | ServerInitializeError::Cancelled) => Ok(()),
         Err(refused) => Err(io::Error::new(io::ErrorKind::InvalidData, refused.to_string())),
     };
 
-    // rmcp has dropped its end of the output pipe, so the copier drains and ends.
+    // rmcp has dropped its sender, so the copier drains and ends.
     let copied = copier.await.unwrap_or_else(|e| Err(io::Error::other(e)));
     // The pump normally ended at EOF already; if rmcp stopped first, stop reading.
     pump.abort();
@@ -91,10 +99,14 @@ where
     copied.and(pumped).and(served)
 }
 
-/// Reads `reader` line by line: JSON goes to rmcp, anything else gets -32700.
+/// Reads `reader` line by line: client messages go to rmcp, the rest is judged here.
 ///
 /// Returning (at EOF) drops `to_rmcp`, which rmcp sees as the end of input.
-async fn pump_input<R, W>(reader: R, mut to_rmcp: DuplexStream, writer: SharedWriter<W>) -> io::Result<()>
+async fn pump_input<R, W>(
+    reader: R,
+    mut to_rmcp: mpsc::Sender<ClientJsonRpcMessage>,
+    writer: SharedWriter<W>,
+) -> io::Result<()>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
@@ -120,55 +132,44 @@ where
         if text.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match serde_json::from_slice::<serde_json::Value>(text) {
-            Ok(value) => {
-                if let Some(reply) = invalid_request(&value) {
-                    write_line(&writer, reply.to_string().as_bytes()).await?;
-                    continue;
-                }
-                let forwarded = async {
-                    to_rmcp.write_all(text).await?;
-                    to_rmcp.write_all(b"\n").await?;
-                    to_rmcp.flush().await
-                };
-                if forwarded.await.is_err() {
-                    // rmcp has stopped reading: the service is over.
+        // A session over lines opens with `initialize`, which ends at revision 2025-11-25
+        // (rmcp's `ProtocolVersion::LATEST_WITH_INITIALIZE`): results carry no `resultType`.
+        match frame::judge(text, false) {
+            Judged::Message(message) => {
+                if to_rmcp.send(*message).await.is_err() {
+                    // rmcp has stopped receiving: the service is over.
                     return Ok(());
                 }
             }
-            Err(e) => write_line(&writer, parse_error(e).to_string().as_bytes()).await?,
+            Judged::Reply(reply) => write_line(&writer, reply.to_string().as_bytes()).await?,
+            Judged::Silent => {}
         }
     }
 }
 
-/// Copies rmcp's output to the real writer one line at a time.
+/// Writes rmcp's messages to the real writer, one line each.
 async fn copy_output<W>(
-    from_rmcp: DuplexStream,
+    mut from_rmcp: mpsc::Receiver<ServerJsonRpcMessage>,
     writer: SharedWriter<W>,
     stop: CancellationToken,
 ) -> io::Result<()>
 where
     W: AsyncWrite + Unpin,
 {
-    let mut from_rmcp = BufReader::new(from_rmcp);
-    let mut line = Vec::new();
-    let result = loop {
-        line.clear();
-        match from_rmcp.read_until(b'\n', &mut line).await {
-            Ok(0) => break Ok(()),
-            Ok(_) => {
-                let text = line.strip_suffix(b"\n").unwrap_or(&line);
-                if let Err(e) = write_line(&writer, text).await {
-                    break Err(e);
-                }
+    while let Some(message) = from_rmcp.next().await {
+        let text = match serde_json::to_vec(&message) {
+            Ok(text) => text,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot serialize an outgoing message");
+                continue;
             }
-            Err(e) => break Err(e),
+        };
+        if let Err(e) = write_line(&writer, &text).await {
+            stop.cancel();
+            return Err(e);
         }
-    };
-    if result.is_err() {
-        stop.cancel();
     }
-    result
+    Ok(())
 }
 
 /// Writes `text` plus a newline under the shared lock, then flushes.
@@ -281,7 +282,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn json_that_is_not_a_message_is_left_to_rmcp() {
+    async fn json_that_is_not_a_message_is_invalid_request() {
         let mut client = Client::start();
         client.send(INITIALIZE).await;
         assert_eq!(client.receive().await["id"], 1);
