@@ -547,3 +547,21 @@ fn close_matches_are_bounded_work() {
     assert!(snap.close_matches(&"x".repeat(65), 3).is_empty(), "too long to compare");
     assert!(snap.close_matches(&"cap_read".repeat(8), 3).is_empty(), "64 characters, nothing within 3");
 }
+
+#[test]
+fn the_left_out_diagnostic_of_a_text_language_is_a_range() {
+    let _entered = bounds(usize::MAX, 1).enter();
+    let mut v = Validation::<Code, Risk>::new(&request());
+    v.error(Code::Unknown, crate::model::diagnostic::TextRange::new(2, 1, 2, 5), "bad");
+    v.error(Code::Unknown, crate::model::diagnostic::TextRange::new(3, 1, 3, 5), "bad");
+    let r = validate::derive(
+        v.finish(),
+        vec![],
+        &Derivation { codes: &["unknown", "constraint"], plan: false, catalog_version: None },
+    );
+    assert_eq!(r.diagnostics.len(), 2);
+    assert_eq!(
+        serde_json::to_value(&r.diagnostics[1].path).unwrap(),
+        json!({"start": {"line": 1, "column": 1}, "end": {"line": 1, "column": 1}})
+    );
+}

@@ -12,7 +12,7 @@ use super::{Args, Ctx, OpResult};
 use crate::engine::validation::{ValidateRequest, ValidationCore};
 use crate::engine::CatalogSnapshot;
 use crate::model::capabilities::Capability;
-use crate::model::diagnostic::{reserved_char, Diagnostic, Severity};
+use crate::model::diagnostic::{reserved_char, Diagnostic, Locator, Severity, TextRange};
 use crate::model::errors::{ErrorKind, RequestError};
 use crate::model::plan::{Plan, ValidateResponse};
 use crate::model::risk::RiskHints;
@@ -139,7 +139,11 @@ pub fn derive(mut core: ValidationCore, extra: Vec<Diagnostic>, how: &Derivation
         diagnostics.push(d);
     }
     if core.left_out > 0 {
-        diagnostics.push(left_out(core.left_out, diagnostics.len(), core.left_out_error));
+        // Where the kept ones are text ranges (a text Language), so is this one: the start of
+        // the program.
+        let text = diagnostics.iter().any(|d| matches!(d.path, Locator::Range(_)));
+        let at = if text { Locator::Range(TextRange::new(1, 1, 1, 1)) } else { Locator::from("") };
+        diagnostics.push(left_out(core.left_out, diagnostics.len(), core.left_out_error, at));
     }
     for step in &core.steps {
         if let Some(c) = reserved_char(&step.id) {
@@ -170,12 +174,12 @@ pub fn derive(mut core: ValidationCore, extra: Vec<Diagnostic>, how: &Derivation
 
 /// The last diagnostic of a capped response: how many were left out (an error when any of
 /// them was, so `valid` stays what the whole program deserves).
-fn left_out(n: usize, kept: usize, error: bool) -> Diagnostic {
+fn left_out(n: usize, kept: usize, error: bool, at: Locator) -> Diagnostic {
     let severity = if error { Severity::Error } else { Severity::Warning };
     let mut d = Diagnostic::new(
         severity,
         "constraint",
-        "",
+        at,
         format!("{n} more diagnostic(s) left out: this server reports at most the first {kept} per response"),
     );
     d.hint("fix the reported ones and validate again to see the rest");
