@@ -48,7 +48,7 @@ fn code(text: &str) -> String {
 
 /// Every `crate::`/`super::`/`self::` path a file names, braces of `use` trees expanded, as
 /// absolute module paths. `pub use` re-exports are a facade, not a dependency, and skipped.
-fn paths(src: &Source, is_mod: bool) -> Vec<Vec<String>> {
+fn paths(src: &Source) -> Vec<Vec<String>> {
     let text = code(&src.text);
     let mut found = Vec::new();
     let mut body = String::new();
@@ -75,7 +75,7 @@ fn paths(src: &Source, is_mod: bool) -> Vec<Vec<String>> {
             body[i..].chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':').collect();
         found.push(tail);
     }
-    found.into_iter().filter_map(|p| absolute(&p, &src.module, is_mod)).collect()
+    found.into_iter().filter_map(|p| absolute(&p, &src.module)).collect()
 }
 
 /// Expand a `use` tree (`a::{b, c::{d}}`) into its leaf paths.
@@ -107,7 +107,7 @@ fn expand(tree: &str, prefix: &str, out: &mut Vec<String>) {
     }
 }
 
-fn absolute(path: &str, module: &[String], is_mod: bool) -> Option<Vec<String>> {
+fn absolute(path: &str, module: &[String]) -> Option<Vec<String>> {
     let mut segs = path.split("::").filter(|s| !s.is_empty());
     let mut base: Vec<String> = match segs.next()? {
         "crate" => Vec::new(),
@@ -115,7 +115,6 @@ fn absolute(path: &str, module: &[String], is_mod: bool) -> Option<Vec<String>> 
         "super" => {
             let mut b = module.to_vec();
             b.pop();
-            let _ = is_mod;
             b
         }
         _ => return None,
@@ -145,8 +144,7 @@ fn edges() -> BTreeMap<PathBuf, BTreeSet<PathBuf>> {
         sources.iter().map(|(p, s)| (s.module.clone(), p.clone())).collect();
     let mut graph = BTreeMap::new();
     for (file, src) in &sources {
-        let is_mod = file.ends_with("mod.rs");
-        let deps: BTreeSet<PathBuf> = paths(src, is_mod)
+        let deps: BTreeSet<PathBuf> = paths(src)
             .iter()
             .filter_map(|p| file_of(p, &files))
             .filter(|target| target != file && !target.ends_with("lib.rs"))
@@ -221,7 +219,7 @@ fn the_checks_see_a_known_dependency_and_a_known_cycle() {
     let fake =
         Source { module: vec!["engine".into(), "run".into()], text: "use super::step::{A, b::C};".into() };
     assert_eq!(
-        paths(&fake, false),
+        paths(&fake),
         vec![
             vec!["engine".to_owned(), "step".into(), "A".into()],
             vec!["engine".into(), "step".into(), "b".into(), "C".into()]

@@ -18,10 +18,14 @@ pub(crate) async fn plain(ctx: Ctx<'_>, name: &str, args: &Args) -> Reply {
         Err(end) => return Reply::error(super::call_failed(&ctx, &format!("tool {name}"), &call, end)),
     };
     let bound = ctx.lang.limits.max_run_bytes;
+    let size = match &answer {
+        Some(Ok(v)) => json_size(v),
+        _ => 0,
+    };
     match answer {
-        Some(Ok(v)) if json_size(&v) > bound => Reply::error(RequestError::new(
+        Some(Ok(_)) if size > bound => Reply::error(RequestError::new(
             ErrorKind::BoundsExceeded,
-            format!("the answer of tool {name} is {} bytes; the bound is {bound}", json_size(&v)),
+            format!("the answer of tool {name} is {size} bytes; the bound is {bound}"),
         )),
         Some(Ok(v)) => {
             let v = if v.is_object() { v } else { json!({ "result": v }) };
