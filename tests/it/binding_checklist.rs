@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use support::{assert_def, Conn, HttpServer, HttpStyle, ToolKind, EXT};
 
-const STATELESS: &str = "2026-07-28";
+use support::STATELESS;
 
 fn server() -> pilotage::Server {
     pilotage::Server::builder().name("checklist", "0").language(workflow::Workflow::new).build().unwrap()
@@ -27,37 +27,9 @@ async fn calc() -> Conn {
     conn
 }
 
-/// One request on the stateless 2026-07-28 path: no session, the client capabilities in the
-/// request's `_meta`, the protocol version in `_meta` and in the headers.
-async fn stateless(url: &str, method: &str, mut params: Value, capabilities: Value) -> Value {
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": STATELESS,
-        "io.modelcontextprotocol/clientCapabilities": capabilities,
-        "io.modelcontextprotocol/clientInfo": {"name": "checklist", "version": "0"},
-    });
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let mut request = reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .unwrap()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", STATELESS)
-        .header("mcp-method", method);
-    if let Some(name) = params["name"].as_str() {
-        request = request.header("mcp-name", name);
-    }
-    let response = request.body(body.to_string()).send().await.expect("POST");
-    assert!(response.headers().get("mcp-session-id").is_none(), "a stateless request got a session");
-    let text = response.text().await.unwrap();
-    let json = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .map(str::trim)
-        .find(|d| d.contains("\"id\""))
-        .unwrap_or(text.trim());
-    serde_json::from_str(json).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+/// One request on the stateless 2026-07-28 path (see `support::stateless_request`).
+async fn stateless(url: &str, method: &str, params: Value, capabilities: Value) -> Value {
+    support::stateless_request(url, method, params, capabilities, None).await
 }
 
 fn with_extension() -> Value {

@@ -11,39 +11,10 @@ use serde_json::{json, Value};
 use support::scenario::{profile_program, ARGUMENT, EXECUTE, VALIDATE};
 use support::{Conn, HttpServer};
 
-const STATELESS: &str = "2026-07-28";
-
 /// One stateless `tools/call` on behalf of `who` (its `Authorization` value).
 async fn call_as(url: &str, who: &str, name: &str, arguments: Value) -> Value {
-    let params = json!({
-        "name": name,
-        "arguments": arguments,
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": STATELESS,
-            "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": {"name": "hostile", "version": "0"},
-        },
-    });
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-    let response = reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .unwrap()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", STATELESS)
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", name)
-        .header("authorization", format!("Bearer {who}"))
-        .body(body.to_string())
-        .send()
-        .await
-        .expect("POST");
-    let text = response.text().await.unwrap();
-    let data =
-        text.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim).find(|d| d.contains("\"id\""));
-    serde_json::from_str(data.unwrap_or(text.trim())).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+    let params = json!({"name": name, "arguments": arguments});
+    support::stateless_request(url, "tools/call", params, json!({}), Some(&format!("Bearer {who}"))).await
 }
 
 async fn fingerprint(url: &str, who: &str) -> Value {

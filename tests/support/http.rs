@@ -210,3 +210,49 @@ impl Sse {
         None
     }
 }
+
+/// The MCP revision without sessions.
+pub const STATELESS: &str = "2026-07-28";
+
+/// One request on the stateless 2026-07-28 path: no session, the client capabilities in the
+/// request's `_meta`, the protocol version in `_meta` and in the headers, and, when given, an
+/// `Authorization` value. Asserts that no session was issued; returns the JSON-RPC reply.
+pub async fn stateless_request(
+    url: &str,
+    method: &str,
+    mut params: Value,
+    capabilities: Value,
+    authorization: Option<&str>,
+) -> Value {
+    params["_meta"] = serde_json::json!({
+        "io.modelcontextprotocol/protocolVersion": STATELESS,
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": {"name": "stateless", "version": "0"},
+    });
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let mut request = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .unwrap()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", STATELESS)
+        .header("mcp-method", method);
+    if let Some(name) = params["name"].as_str() {
+        request = request.header("mcp-name", name);
+    }
+    if let Some(value) = authorization {
+        request = request.header("authorization", value);
+    }
+    let response = request.body(body.to_string()).send().await.expect("POST");
+    assert!(response.headers().get("mcp-session-id").is_none(), "a stateless request got a session");
+    let text = response.text().await.unwrap();
+    let json = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(str::trim)
+        .find(|d| d.contains("\"id\""))
+        .unwrap_or(text.trim());
+    serde_json::from_str(json).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
