@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, Context};
 use clap::Parser;
-use pilotage::state::SqliteRunStore;
+use pilotage::state::SqliteState;
 use pilotage::Server;
 
 /// Serve the automation/v1 Pilotage Language over MCP.
@@ -71,15 +71,15 @@ async fn serve(cli: Cli) -> anyhow::Result<()> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
     }
-    let store = SqliteRunStore::open(&path)
+    let store = SqliteState::open(&path)
         .map_err(|e| anyhow!(e))
         .with_context(|| format!("opening the run store {}", path.display()))?;
-    let purged = store.purge_expired();
+    let purged = store.purge_now();
     tracing::info!(store = %path.display(), purged, "run store open");
     let server = Server::builder()
         .name("pilotage-automation", env!("CARGO_PKG_VERSION"))
         .language(engine::Automation::new)
-        .run_store(Arc::new(store))
+        .state(Arc::new(store))
         .stateless(cli.stateless)
         .build()
         .context("building the Pilotage server")?;

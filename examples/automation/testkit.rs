@@ -22,7 +22,7 @@ use std::sync::Arc;
 use pilotage::engine::Limits;
 use pilotage::model::plan::Plan;
 use pilotage::model::trace::Trace;
-use pilotage::state::SqliteRunStore;
+use pilotage::state::SqliteState;
 use pilotage::Server;
 use serde_json::{json, Value};
 
@@ -72,13 +72,13 @@ impl Drop for TempStore {
 
 /// An automation/v1 server on the store file `store`, with `limits` when given.
 pub fn server_on(store: &Path, limits: Option<Limits>) -> Server {
-    let store = SqliteRunStore::open(store).expect("open the run store");
+    let store = SqliteState::open(store).expect("open the run store");
     let mut builder =
         Server::builder().name("automation-test", "0").language(crate::automation::Automation::new);
     if let Some(l) = limits {
         builder = builder.limits(l);
     }
-    builder.run_store(Arc::new(store)).build().expect("the automation server builds")
+    builder.state(Arc::new(store)).build().expect("the automation server builds")
 }
 
 /// The plan of a validate response.

@@ -14,9 +14,9 @@ use crate::model::risk::RiskHints;
 use crate::model::trace::{self, Trace, TraceLevelWire, TraceStep};
 use crate::ops::lookup::{self as catalog, ListQuery};
 use crate::ops::validate::{self, Derivation};
-use crate::state::catalog_history::History;
-use crate::state::runs::{RunRecord, RunStore};
-use crate::state::SqliteRunStore;
+use crate::state::catalog_history::changed_since;
+use crate::state::runs::RunRecord;
+use crate::state::{SharedState, SqliteState};
 use serde_json::json;
 use std::sync::Arc;
 
@@ -167,15 +167,13 @@ fn get_unknown_entry_carries_the_token_and_hints_use_only_visible_names() {
 
 #[test]
 fn changed_since_diffs_known_baselines_and_refuses_unknown_ones() {
-    let mut h = History::default();
     let old = Arc::new(CatalogSnapshot::new(entries(3)));
-    h.remember(&old);
     let mut next = entries(3);
     next.remove(0);
     next[0] = next[0].clone().description("changed");
     next.push(CatalogEntry::new("zz", Kind::Data, "Data", Risk::Safe));
     let new = CatalogSnapshot::new(next);
-    let diff = h.changed_since(&new, old.version()).unwrap();
+    let diff = changed_since(Some(&old), &new, old.version()).unwrap();
     let got: Vec<(String, String)> = diff
         .changes
         .iter()
@@ -189,7 +187,9 @@ fn changed_since_diffs_known_baselines_and_refuses_unknown_ones() {
             ("zz".into(), "added".into())
         ]
     );
-    let err = h.changed_since(&new, "cv_unknown").unwrap_err();
+    let err = changed_since(None, &new, "cv_unknown").unwrap_err();
+    assert_eq!(err.error.kind, ErrorKind::UnknownBaseline);
+    let err = changed_since(Some(&old), &new, "cv_other").unwrap_err();
     assert_eq!(err.error.kind, ErrorKind::UnknownBaseline);
 }
 
@@ -335,8 +335,8 @@ fn summary_truncation_has_the_documented_form() {
     assert_eq!(t["preview"].as_str().unwrap().chars().count(), 200);
 }
 
-#[test]
-fn sqlite_store_survives_reopen_and_expires() {
+#[tokio::test]
+async fn sqlite_store_survives_reopen_and_expires() {
     let dir = std::env::temp_dir().join(format!("pilotage-store-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("runs.sqlite");
@@ -352,15 +352,16 @@ fn sqlite_store_survives_reopen_and_expires() {
         stats: None,
     };
     {
-        let store = SqliteRunStore::open(&path).unwrap();
+        let store = SqliteState::open(&path).unwrap();
         assert!(store.durable());
-        store.put(record.clone(), std::time::Duration::from_secs(3600)).unwrap();
-        store.put(RunRecord { run_id: "run_2".into(), ..record.clone() }, std::time::Duration::ZERO).unwrap();
+        store.put_run(&record, std::time::Duration::from_secs(3600)).await.unwrap();
+        let expired = RunRecord { run_id: "run_2".into(), ..record.clone() };
+        store.put_run(&expired, std::time::Duration::ZERO).await.unwrap();
     }
-    let reopened = SqliteRunStore::open(&path).unwrap();
-    assert_eq!(reopened.get("run_1"), Some(record));
-    assert_eq!(reopened.get("run_2"), None, "expired");
-    assert_eq!(reopened.purge_expired(), 1);
+    let reopened = SqliteState::open(&path).unwrap();
+    assert_eq!(reopened.get_run("me", "run_1").await.unwrap(), Some(record));
+    assert_eq!(reopened.get_run("me", "run_2").await.unwrap(), None, "expired");
+    assert_eq!(reopened.purge_expired().await.unwrap(), 1);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -517,9 +518,10 @@ fn session_run_stores_evict_the_oldest_past_their_caps() {
     assert!(by_bytes.get("r3").is_some(), "and evicts nothing");
 }
 
-#[test]
-fn sqlite_store_purges_expired_runs_and_replays() {
-    let store = SqliteRunStore::in_memory().unwrap();
+#[tokio::test]
+async fn sqlite_store_purges_expired_runs_and_keys() {
+    use crate::state::{Claimed, KeyRef};
+    let store = SqliteState::in_memory().unwrap();
     let record = RunRecord {
         run_id: "run_old".into(),
         owner: "o".into(),
@@ -530,11 +532,56 @@ fn sqlite_store_purges_expired_runs_and_replays() {
         steps: vec![],
         stats: None,
     };
-    store.put(record, std::time::Duration::ZERO).unwrap();
-    store.put_replay("k", "f", &json!({}), std::time::Duration::ZERO).unwrap();
-    store.put_replay("k2", "f", &json!({}), std::time::Duration::from_secs(60)).unwrap();
-    assert_eq!(store.purge_expired(), 2, "one run and one replay had expired");
-    assert!(store.get_replay("k2").is_some());
+    store.put_run(&record, std::time::Duration::ZERO).await.unwrap();
+    let hour = std::time::Duration::from_secs(3600);
+    for (k, keep) in [("k", std::time::Duration::ZERO), ("k2", hour)] {
+        let key = KeyRef { owner: "o", language: "l/v1", key: k };
+        let Claimed::Fresh(token) = store.claim_key(key, "f", hour).await.unwrap() else { panic!("fresh") };
+        store.record_key(key, &token, &json!({}), keep).await.unwrap();
+    }
+    assert_eq!(store.purge_expired().await.unwrap(), 2, "one run and one key had expired");
+    let k2 = KeyRef { owner: "o", language: "l/v1", key: "k2" };
+    assert_eq!(store.claim_key(k2, "f", hour).await.unwrap(), Claimed::Replay(json!({})));
+}
+
+#[tokio::test]
+async fn an_sqlite_file_of_the_first_schema_migrates_and_keeps_its_runs() {
+    let dir = std::env::temp_dir().join(format!("pilotage-migrate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("old.sqlite");
+    let _ = std::fs::remove_file(&path);
+    let record = serde_json::to_value(RunRecord {
+        run_id: "run_old".into(),
+        owner: "o".into(),
+        language: "l/v1".into(),
+        outcome: crate::model::outcome::Outcome::success(),
+        output: None,
+        level: crate::model::declaration::TraceLevel::Full,
+        steps: vec![],
+        stats: None,
+    })
+    .unwrap();
+    {
+        // The schema written before versioned migrations: runs and replays, no version table.
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE pilotage_runs (run_id TEXT PRIMARY KEY, record TEXT NOT NULL, expires_at_ms INTEGER NOT NULL);
+             CREATE TABLE pilotage_replays (key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, response TEXT NOT NULL, expires_at_ms INTEGER NOT NULL);",
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO pilotage_runs VALUES ('run_old', ?1, 99999999999999)",
+            [record.to_string()],
+        )
+        .unwrap();
+    }
+    let store = SqliteState::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), 2);
+    let kept = store.get_run("o", "run_old").await.unwrap().expect("the run survives the migration");
+    assert_eq!(serde_json::to_value(&kept).unwrap()["run_id"], "run_old");
+    drop(store);
+    assert_eq!(SqliteState::open(&path).unwrap().schema_version().unwrap(), 2, "applied once");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

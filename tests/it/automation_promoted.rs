@@ -109,15 +109,19 @@ async fn a_promoted_program_runs_by_reference() {
     assert_eq!(unknown.structured["error"]["message"], "unknown program_ref 'prog_0000'");
 }
 
-/// A reference from another session is unknown here (each MCP session promotes into its own
-/// catalog), byte for byte the same as a reference that never existed.
+/// A reference of another caller is unknown here (each caller promotes into its own catalog),
+/// byte for byte the same as a reference that never existed. Over HTTP without an
+/// authenticator every MCP session is its own caller; over stdio every session is the
+/// deployment's ambient caller (Part III §8.4), so its promotions are the same caller's.
 #[tokio::test]
-async fn a_reference_of_another_session_is_not_found() {
+async fn a_reference_of_another_caller_is_not_found() {
     let store = TempStore::new("promoted");
     let server = server(&store);
-    let mut a = Client::duplex(&server).await;
+    let http = crate::support::HttpServer::start(&server).await;
+    let session = || crate::support::Conn::http(http.url(), crate::support::HttpStyle::Full);
+    let mut a = Client::new(session()).await;
     let (reference, _) = promote(&mut a, &room_lights(), "Room lights on", Some(room_schema())).await;
-    let mut b = Client::duplex(&server).await;
+    let mut b = Client::new(session()).await;
     let args =
         |r: &str| json!({"program_ref": r, "mode": "immediate", "context": ctx(), "input": {"room": "hall"}});
     let foreign = b.conn.call(kit::EXECUTE, args(&reference)).await;
@@ -126,6 +130,18 @@ async fn a_reference_of_another_session_is_not_found() {
     let redact = |v: &Value| v.to_string().replace(&reference, "REF").replace("prog_ffff", "REF");
     assert_eq!(redact(&foreign.raw["result"]), redact(&never.raw["result"]));
     assert_request_error(&b.get(&reference).await, "not_found");
+
+    // Two stdio-like sessions are one ambient caller: the promotion is theirs, durably.
+    let mut c = Client::duplex(&server).await;
+    let (ambient, _) = promote(&mut c, &room_lights(), "Room lights on", Some(room_schema())).await;
+    let mut d = Client::duplex(&kit::server_on(store.path(), None)).await;
+    let ran = d.conn.call(kit::EXECUTE, args(&ambient)).await;
+    assert!(
+        !ran.is_error,
+        "the ambient caller's promotion runs in its next session, after a restart: {}",
+        ran.raw
+    );
+    assert_eq!(ran.structured["outcome"]["status"], "success", "{}", ran.raw);
 }
 
 #[tokio::test]

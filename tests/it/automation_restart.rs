@@ -127,12 +127,12 @@ fn a_duration_retention_needs_a_durable_store() {
         pilotage::Server::builder().language(automation::Automation::new).build().err().expect("refused");
     assert_eq!(
         refused.problems,
-        ["Language automation/v1: retention PT1H promises durability across restarts; configure a durable run store with ServerBuilder::run_store"]
+        ["Language automation/v1: retention PT1H promises durability across restarts; configure a durable store with ServerBuilder::state (SqliteState, or PostgresState for several replicas)"]
     );
-    let in_memory = pilotage::state::SqliteRunStore::in_memory().unwrap();
+    let in_memory = pilotage::state::SqliteState::in_memory().unwrap();
     let refused = pilotage::Server::builder()
         .language(automation::Automation::new)
-        .run_store(std::sync::Arc::new(in_memory))
+        .state(std::sync::Arc::new(in_memory))
         .build()
         .err()
         .expect("an in-memory store is not durable");
@@ -140,7 +140,7 @@ fn a_duration_retention_needs_a_durable_store() {
     let store = TempStore::new("restart-build");
     assert!(pilotage::Server::builder()
         .language(automation::Automation::new)
-        .run_store(std::sync::Arc::new(pilotage::state::SqliteRunStore::open(store.path()).unwrap()))
+        .state(std::sync::Arc::new(pilotage::state::SqliteState::open(store.path()).unwrap()))
         .build()
         .is_ok());
 }

@@ -403,10 +403,10 @@ async fn item_11_stateless_restriction() {
     // A Language with a duration retention is servable statelessly: its manifest says so,
     // and a stored run is fetchable by a later sessionless request.
     let file = std::env::temp_dir().join(format!("pilotage-checklist-{}.sqlite", std::process::id()));
-    let runs = pilotage::state::SqliteRunStore::open(&file).expect("the run store opens");
+    let runs = pilotage::state::SqliteState::open(&file).expect("the run store opens");
     let server = pilotage::Server::builder()
         .language(automation::Automation::new)
-        .run_store(std::sync::Arc::new(runs))
+        .state(std::sync::Arc::new(runs))
         .stateless(true)
         .build()
         .expect("a stateless deployment of a PT1H Language builds");

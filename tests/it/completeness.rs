@@ -303,10 +303,10 @@ async fn sql_every_reachable_member_has_both_cases() {
 #[tokio::test]
 async fn automation_every_reachable_member_has_both_cases() {
     let store = std::env::temp_dir().join(format!("pilotage-completeness-{}.sqlite", std::process::id()));
-    let runs = pilotage::state::SqliteRunStore::open(&store).expect("the run store opens");
+    let runs = pilotage::state::SqliteState::open(&store).expect("the run store opens");
     let server = pilotage::Server::builder()
         .language(automation::Automation::new)
-        .run_store(Arc::new(runs))
+        .state(Arc::new(runs))
         .build()
         .unwrap();
     let http = HttpServer::start(&server).await;

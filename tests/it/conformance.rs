@@ -59,11 +59,11 @@ impl Drop for TempStore {
 
 /// automation/v1 keeps runs for an hour ("PT1H") in a durable run store.
 fn automation_server(store: &TempStore) -> pilotage::Server {
-    let runs = pilotage::state::SqliteRunStore::open(&store.0).expect("the run store opens");
+    let runs = pilotage::state::SqliteState::open(&store.0).expect("the run store opens");
     pilotage::Server::builder()
         .name("conformance", "0")
         .language(automation::Automation::new)
-        .run_store(Arc::new(runs))
+        .state(Arc::new(runs))
         .build()
         .unwrap()
 }

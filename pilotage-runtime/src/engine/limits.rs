@@ -35,6 +35,9 @@ pub struct Limits {
     /// Bytes of run records one session keeps per Language under `"session"` retention; the
     /// oldest are evicted past it.
     pub max_retained_bytes: usize,
+    /// Most promoted programs one caller keeps per Language; a promotion past it is refused
+    /// with `bounds_exceeded` (promotions are immutable and durable: nothing is evicted).
+    pub max_promotions: usize,
     /// How long an idempotency key is remembered when the Language's retention is not an ISO
     /// 8601 duration (under a duration, the key lives exactly as long as the Run's record).
     pub idempotency_window: Duration,
@@ -53,7 +56,8 @@ pub struct Limits {
 impl Default for Limits {
     /// 2 s to validate, 10 s to execute, 10 s for any other engine call, 10 000 steps, 1 MiB
     /// programs, depth 64, 16 MiB per engine call, 1 000 diagnostics, 1 000 retained runs and
-    /// 16 MiB of them per session and Language, idempotency keys for 24 h, isolated validation.
+    /// 16 MiB of them per session and Language, 256 promoted programs per caller and Language,
+    /// idempotency keys for 24 h, isolated validation.
     fn default() -> Self {
         Limits {
             validate_time: Duration::from_secs(2),
@@ -67,6 +71,7 @@ impl Default for Limits {
             max_retained_runs: 1_000,
             idempotency_window: Duration::from_secs(24 * 3600),
             max_retained_bytes: 16 << 20,
+            max_promotions: 256,
             isolate_validation: true,
         }
     }

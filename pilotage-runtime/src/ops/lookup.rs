@@ -38,7 +38,7 @@ pub(crate) async fn lookup(ctx: Ctx<'_>, args: &Args) -> Reply {
             ),
             Some(id) => Reply::of(get(&snap, id), |v| format!("{} ({})", v.entry.id, v.entry.kind)),
         },
-        _ => Reply::of(changed_since(ctx, &snap, args), |v| format!("{} change(s)", v.changes.len())),
+        _ => Reply::of(changed_since(ctx, &snap, args).await, |v| format!("{} change(s)", v.changes.len())),
     }
 }
 
@@ -75,7 +75,7 @@ fn query(args: &Args) -> ListQuery<'_> {
 }
 
 /// `changed_since`, from the caller's history of served snapshots.
-fn changed_since(
+async fn changed_since(
     ctx: Ctx<'_>,
     snap: &CatalogSnapshot,
     args: &Args,
@@ -92,10 +92,8 @@ fn changed_since(
         return Err(RequestError::invalid("verb `changed_since` requires `catalog_version`")
             .with_catalog_version(snap.version()));
     };
-    match ctx.session.history(ctx.index) {
-        Some(h) => h.changed_since(snap, since),
-        None => Err(RequestError::internal("no catalog history")),
-    }
+    let old = ctx.session.served(ctx.index, since).await.map_err(crate::ops::store_failed)?;
+    crate::state::catalog_history::changed_since(old.as_deref(), snap, since)
 }
 
 /// The largest page `list` serves.

@@ -70,18 +70,19 @@ impl Ctx<'_> {
         self.snapshot_now().await.map(Some)
     }
 
-    /// The caller's current snapshot (catalog-bearing Languages), an engine call like any other.
+    /// The caller's current snapshot (catalog-bearing Languages): the engine's, an engine call
+    /// like any other, plus the caller's promoted programs, remembered for `changed_since`.
     pub async fn snapshot_now(&self) -> OpResult<Arc<CatalogSnapshot>> {
-        let session = self.session.clone();
-        let index = self.index;
+        let (engine, caller) = (self.engine(), self.session.caller.clone());
         // A snapshot is part of a validation, a run or a lookup: bounded like the shorter of
         // a validation and a tool call.
         let limits = &self.lang.limits;
         let call = EngineCall::new(limits, limits.validate_time.min(limits.tool_time), self.slots);
-        match call.run(move || session.snapshot(index)).await {
-            Ok(found) => found.ok_or_else(no_snapshot),
-            Err(end) => Err(call_failed(self, "the catalog snapshot", &call, end)),
-        }
+        let engine_snapshot = match call.run(move || engine.catalog_snapshot(&caller)).await {
+            Ok(found) => found.ok_or_else(no_snapshot)?,
+            Err(end) => return Err(call_failed(self, "the catalog snapshot", &call, end)),
+        };
+        self.session.snapshot(self.index, engine_snapshot).await.map_err(store_failed)
     }
 
     /// An engine call bounded like a tool: `tool_time` and the Language's byte bounds.
@@ -106,6 +107,12 @@ pub(crate) fn call_failed(ctx: &Ctx<'_>, what: &str, call: &EngineCall, end: Cal
             RequestError::internal(format!("{what} failed in the engine"))
         }
     }
+}
+
+/// The request error for a state store that failed: logged, reported without its details.
+pub(crate) fn store_failed(e: crate::state::StoreError) -> RequestError {
+    tracing::error!(error = %e, "the state store failed");
+    RequestError::internal("the server's state store is unavailable; retry later")
 }
 
 pub(crate) fn no_snapshot() -> RequestError {

@@ -41,7 +41,11 @@ pub(crate) async fn promote(ctx: Ctx<'_>, args: &Args) -> Reply {
         input_schema: args.get("input_schema").cloned(),
         language: spec.name,
     };
-    match Promoted::new(promotion, &snapshot).map(|p| ctx.session.promote(ctx.index, p)) {
+    let promoted = match Promoted::new(promotion, &snapshot) {
+        Ok(p) => ctx.session.promote(ctx.index, p, ctx.lang.limits.max_promotions).await,
+        Err(e) => return Reply::error(RequestError::invalid(e)),
+    };
+    match promoted {
         Ok(Some(p)) => {
             let version = ctx.snapshot_now().await.map(|s| s.version().to_owned()).unwrap_or_default();
             Reply {
@@ -50,7 +54,13 @@ pub(crate) async fn promote(ctx: Ctx<'_>, args: &Args) -> Reply {
                 is_error: false,
             }
         }
-        Ok(None) => Reply::error(RequestError::internal("no promotion table for this Language")),
-        Err(e) => Reply::error(RequestError::invalid(e)),
+        Ok(None) => Reply::error(RequestError::new(
+            crate::model::errors::ErrorKind::BoundsExceeded,
+            format!(
+                "you already hold {} promoted programs of {}, the most this server keeps per caller",
+                ctx.lang.limits.max_promotions, spec.name
+            ),
+        )),
+        Err(e) => Reply::error(super::store_failed(e)),
     }
 }

@@ -7,7 +7,7 @@ use crate::model::capabilities::SubFeature;
 use crate::model::declaration::{Retention, TraceLevel};
 use crate::model::errors::RequestError;
 use crate::model::trace::{render_steps, Trace, TraceFetchResponse};
-use crate::state::runs::{RunRecord, RunStore};
+use crate::state::runs::RunRecord;
 
 /// The trace tool of one Language.
 pub(crate) async fn trace_fetch(ctx: Ctx<'_>, args: &Args) -> OpResult<TraceFetchResponse> {
@@ -22,7 +22,9 @@ pub(crate) async fn trace_fetch(ctx: Ctx<'_>, args: &Args) -> OpResult<TraceFetc
     }
     let run_id = str_arg(args, "run_id").unwrap_or_default();
     let record = match &info.spec.retention {
-        Some(Retention::Duration { .. }) => ctx.stores.durable.as_ref().and_then(|s| s.get(run_id)),
+        Some(Retention::Duration { .. }) => {
+            ctx.stores.state.get_run(&ctx.session.caller.id, run_id).await.map_err(super::store_failed)?
+        }
         _ => ctx.session.runs.get(ctx.index).and_then(|runs| runs.get(run_id)),
     }
     .filter(|r| r.language == info.spec.name);

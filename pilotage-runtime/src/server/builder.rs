@@ -17,8 +17,8 @@ use crate::model::capabilities::CapabilityDeclaration;
 use crate::model::declaration::Retention;
 use crate::model::manifest::{EXTENSION_ID, PILOTAGE_VERSION};
 use crate::ops::{learn, Hosted};
-use crate::state::runs::RunStore;
 use crate::state::session::StatelessSessions;
+use crate::state::SharedState;
 use crate::state::Stores;
 
 /// Why a server could not be built: every violation found, each naming the Language and rule.
@@ -46,7 +46,7 @@ pub struct ServerBuilder {
     name: Option<(String, String)>,
     engines: Vec<(Factory, Option<Limits>)>,
     defaults: Option<CapabilityDeclaration>,
-    durable: Option<Arc<dyn RunStore>>,
+    state: Option<Arc<dyn SharedState>>,
     stateless: bool,
     max_engine_calls: Option<usize>,
     principals: Option<(usize, std::time::Duration)>,
@@ -85,9 +85,14 @@ impl ServerBuilder {
         self
     }
 
-    /// The durable run store for Languages whose retention is an ISO 8601 duration.
-    pub fn run_store(mut self, store: Arc<dyn RunStore>) -> Self {
-        self.durable = Some(store);
+    /// Where the deployment keeps what outlives a request: run records of Languages whose
+    /// retention is an ISO 8601 duration (which requires a durable store), and the idempotency
+    /// keys, promoted programs and served catalogs of every caller whose identity outlives an
+    /// MCP session. Default: [`MemoryState`](crate::state::MemoryState), in this process only.
+    /// [`SqliteState`](crate::state::SqliteState) keeps it in one file for one process;
+    /// `PostgresState` (feature `postgres`) shares it between replicas.
+    pub fn state(mut self, store: Arc<dyn SharedState>) -> Self {
+        self.state = Some(store);
         self
     }
 
@@ -132,7 +137,7 @@ impl ServerBuilder {
         let names: Vec<&str> = langs.iter().map(|l| l.spec.name).collect();
         let manifest_summary = format!("Pilotage manifest: {}", names.join(", "));
         let info = initialize_result(self.name, &names, &manifest);
-        let stores = Stores { durable: self.durable, ..Stores::default() };
+        let stores = self.state.map(|state| Stores { state }).unwrap_or_default();
         let shared = Shared {
             langs,
             factories,
@@ -194,10 +199,10 @@ impl ServerBuilder {
                 ));
             }
             if matches!(retention, Some(Retention::Duration { .. }))
-                && !self.durable.as_ref().is_some_and(|s| s.durable())
+                && !self.state.as_ref().is_some_and(|s| s.durable())
             {
                 problems.push(format!(
-                    "Language {}: retention {} promises durability across restarts; configure a durable run store with ServerBuilder::run_store",
+                    "Language {}: retention {} promises durability across restarts; configure a durable store with ServerBuilder::state (SqliteState, or PostgresState for several replicas)",
                     e.name,
                     retention.map(Retention::as_str).unwrap_or_default()
                 ));

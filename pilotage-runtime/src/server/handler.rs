@@ -156,8 +156,12 @@ impl ServerHandler for PilotageHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
         // An HTTP session without credentials is its own caller; stdio is the ambient identity.
-        let caller = principal(&context, || format!("session-{}", uuid::Uuid::new_v4().simple()));
-        let _ = self.session.get_or_init(|| self.shared.new_session(Caller::new(caller)));
+        let mut anonymous = false;
+        let caller = principal(&context, || {
+            anonymous = true;
+            format!("session-{}", uuid::Uuid::new_v4().simple())
+        });
+        let _ = self.session.get_or_init(|| self.shared.new_session(Caller::new(caller), !anonymous));
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
     }

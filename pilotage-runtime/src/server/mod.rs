@@ -32,7 +32,7 @@ use self::tools::ToolEntry;
 use crate::engine::{Caller, Engine};
 use crate::ops::Hosted;
 use crate::state::session::{Session, StatelessSessions};
-use crate::state::Stores;
+use crate::state::{MemoryState, SharedState, Stores};
 
 /// Makes one engine instance (one per session, so each session has its own world).
 type Factory = Arc<dyn Fn() -> Arc<dyn Engine> + Send + Sync>;
@@ -65,14 +65,19 @@ impl Shared {
         self.langs.iter().map(|l| l.limits).collect()
     }
 
-    fn new_session(&self, caller: Caller) -> Arc<Session> {
-        Arc::new(Session::new(caller, self.engines(), false, &self.limits()))
+    /// The world of a new MCP session. A caller whose identity outlives the session (`stable`)
+    /// keeps its promotions, served catalogs and keys in the deployment's store; one that lives
+    /// only as long as the session keeps them in the session.
+    fn new_session(&self, caller: Caller, stable: bool) -> Arc<Session> {
+        let scope: Arc<dyn SharedState> =
+            if stable { self.stores.state.clone() } else { Arc::new(MemoryState::default()) };
+        Arc::new(Session::new(caller, self.engines(), false, &self.limits(), scope))
     }
 
     /// The world of a principal without an MCP session (stateless 2026-07-28 requests): one
     /// per authorization identity, so an unauthorized name or run stays invisible.
     fn stateless_session(&self, principal: String) -> Arc<Session> {
-        self.stateless.get_or_create(principal, || self.engines(), &self.limits())
+        self.stateless.get_or_create(principal, || self.engines(), &self.limits(), &self.stores.state)
     }
 }
 

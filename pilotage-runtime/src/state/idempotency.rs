@@ -1,160 +1,134 @@
-//! Idempotency keys (Part II §6.5.6, Part IV §8): the same key with the same runnable and input
-//! is one execution; the key is claimed atomically before execution, so concurrent duplicates
-//! run the program once and all receive the first Run's recorded response.
+//! Idempotency keys (Part II §6.5.6, Part IV §8) on any [`SharedState`]: the same key with the
+//! same runnable and input is one execution. The key is claimed atomically before execution, so
+//! concurrent duplicates (on any replica sharing the store) run the program once; the others
+//! wait for the first Run's recorded response. A claimant that vanishes (a killed replica)
+//! holds the key only until its lease passes; then the next duplicate runs.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
-use tokio::sync::watch;
+use serde_json::Value;
 
-use crate::model::execution::ExecuteResponse;
-
-enum Slot {
-    Pending { fingerprint: String, done: watch::Receiver<()> },
-    Done { fingerprint: String, response: Box<ExecuteResponse>, until: Instant },
-}
-
-/// The key table of one server. Keys are scoped per caller, so one caller's key can never
-/// replay another caller's result.
-#[derive(Default)]
-pub(crate) struct Idempotency {
-    slots: Mutex<HashMap<(String, String), Slot>>,
-}
+use super::shared::{Claimed, KeyRef, SharedState, StoreResult};
 
 /// What a claim found.
-pub(crate) enum Claim<'a> {
-    /// First use: execute, then [`Guard::record`] (started Runs) or drop (refusals).
-    Fresh(Guard<'a>),
+pub(crate) enum Claim {
+    /// First use: execute, then [`KeyGuard::record`] (started Runs) or drop (refusals).
+    Fresh(KeyGuard),
     /// The recorded response of the first Run.
-    Replay(Box<ExecuteResponse>),
+    Replay(Value),
     /// The key was used with a different runnable or input.
     Conflict,
 }
 
-/// A pending claim; dropping it without recording releases the key.
-pub(crate) struct Guard<'a> {
-    table: &'a Idempotency,
-    key: (String, String),
-    fingerprint: String,
-    _done: watch::Sender<()>,
+/// A held claim; dropping it without recording releases the key (in the background).
+pub(crate) struct KeyGuard {
+    state: Arc<dyn SharedState>,
+    owner: String,
+    language: String,
+    key: String,
+    token: String,
     recorded: bool,
 }
 
-impl Idempotency {
-    /// Claim `key` of `caller` for a request whose runnable and input hash to `fingerprint`.
-    pub async fn claim(&self, caller: &str, key: &str, fingerprint: String) -> Claim<'_> {
-        let k = (caller.to_owned(), key.to_owned());
-        loop {
-            let mut wait = {
-                let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-                forget_expired(&mut slots);
-                match slots.get(&k) {
-                    Some(Slot::Done { fingerprint: f, response, until }) if *until > Instant::now() => {
-                        return if *f == fingerprint {
-                            Claim::Replay(response.clone())
-                        } else {
-                            Claim::Conflict
-                        };
-                    }
-                    Some(Slot::Pending { fingerprint: f, done }) => {
-                        if *f != fingerprint {
-                            return Claim::Conflict;
-                        }
-                        done.clone()
-                    }
-                    _ => {
-                        let (tx, rx) = watch::channel(());
-                        slots.insert(k.clone(), Slot::Pending { fingerprint: fingerprint.clone(), done: rx });
-                        return Claim::Fresh(Guard {
-                            table: self,
-                            key: k,
-                            fingerprint,
-                            _done: tx,
-                            recorded: false,
-                        });
-                    }
-                }
-            };
-            // The first request is still running: wait until it records or releases.
-            let _ = wait.changed().await;
-        }
-    }
-}
+/// The first pause between two looks at a pending key; it doubles up to [`MAX_PAUSE`].
+const FIRST_PAUSE: Duration = Duration::from_millis(2);
+const MAX_PAUSE: Duration = Duration::from_millis(100);
 
-/// Past this many keys, every claim first forgets the keys whose window has passed.
-const SWEEP_ABOVE: usize = 1_024;
-
-fn forget_expired(slots: &mut HashMap<(String, String), Slot>) {
-    if slots.len() > SWEEP_ABOVE {
-        let now = Instant::now();
-        slots.retain(|_, slot| !matches!(slot, Slot::Done { until, .. } if *until <= now));
-    }
-}
-
-impl Idempotency {
-    /// How many keys are held (pending or recorded).
-    #[cfg(test)]
-    pub fn len(&self) -> usize {
-        self.slots.lock().unwrap_or_else(|p| p.into_inner()).len()
-    }
-}
-
-impl Guard<'_> {
-    /// Record the response of a started Run for replay during `window`.
-    pub fn record(mut self, response: &ExecuteResponse, window: Duration) {
-        let until = Instant::now()
-            .checked_add(window)
-            .unwrap_or_else(|| Instant::now() + Duration::from_secs(100 * 365 * 86_400));
-        let mut slots = self.table.slots.lock().unwrap_or_else(|p| p.into_inner());
-        slots.insert(
-            self.key.clone(),
-            Slot::Done { fingerprint: self.fingerprint.clone(), response: Box::new(response.clone()), until },
-        );
-        self.recorded = true;
-    }
-}
-
-impl Drop for Guard<'_> {
-    fn drop(&mut self) {
-        if !self.recorded {
-            let mut slots = self.table.slots.lock().unwrap_or_else(|p| p.into_inner());
-            if matches!(slots.get(&self.key), Some(Slot::Pending { .. })) {
-                slots.remove(&self.key);
+/// Claim `key` of `owner` in `language` for a request hashing to `fingerprint`, waiting while
+/// another request with the same fingerprint holds it. A fresh claim is held for `lease` at
+/// most: the longest the first request may take before it records.
+pub(crate) async fn claim(
+    state: &Arc<dyn SharedState>,
+    (owner, language, key): (&str, &str, &str),
+    fingerprint: &str,
+    lease: Duration,
+) -> StoreResult<Claim> {
+    let key_ref = KeyRef { owner, language, key };
+    let mut pause = FIRST_PAUSE;
+    loop {
+        match state.claim_key(key_ref, fingerprint, lease).await? {
+            Claimed::Fresh(token) => {
+                return Ok(Claim::Fresh(KeyGuard {
+                    state: state.clone(),
+                    owner: owner.to_owned(),
+                    language: language.to_owned(),
+                    key: key.to_owned(),
+                    token,
+                    recorded: false,
+                }))
+            }
+            Claimed::Replay(response) => return Ok(Claim::Replay(response)),
+            Claimed::Conflict => return Ok(Claim::Conflict),
+            Claimed::Pending => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(MAX_PAUSE);
             }
         }
-        // Dropping the sender wakes every waiter, which then re-reads the table.
+    }
+}
+
+impl KeyGuard {
+    fn key_ref(&self) -> KeyRef<'_> {
+        KeyRef { owner: &self.owner, language: &self.language, key: &self.key }
+    }
+
+    /// Record the response of a started Run for replay during `window`.
+    pub async fn record(mut self, response: &Value, window: Duration) -> StoreResult<()> {
+        self.recorded = true;
+        self.state.record_key(self.key_ref(), &self.token, response, window).await
+    }
+}
+
+impl Drop for KeyGuard {
+    fn drop(&mut self) {
+        if self.recorded {
+            return;
+        }
+        let state = self.state.clone();
+        let (owner, language, key, token) = (
+            std::mem::take(&mut self.owner),
+            std::mem::take(&mut self.language),
+            std::mem::take(&mut self.key),
+            std::mem::take(&mut self.token),
+        );
+        let release = async move {
+            let key_ref = KeyRef { owner: &owner, language: &language, key: &key };
+            if let Err(e) = state.release_key(key_ref, &token).await {
+                tracing::warn!(error = %e, "could not release an idempotency claim; it lapses with its lease");
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                handle.spawn(release);
+            }
+            Err(_) => tracing::warn!("no runtime to release an idempotency claim; it lapses with its lease"),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::outcome::Outcome;
-
-    fn response() -> ExecuteResponse {
-        ExecuteResponse {
-            run_id: "run_x".into(),
-            outcome: Outcome::success(),
-            output: None,
-            diagnostics: None,
-            trace: None,
-        }
-    }
+    use crate::state::MemoryState;
 
     #[tokio::test]
-    async fn keys_past_their_window_are_swept_once_the_table_grows() {
-        let table = Idempotency::default();
-        for i in 0..=SWEEP_ABOVE {
-            match table.claim("c", &format!("k{i}"), "f".into()).await {
-                Claim::Fresh(guard) => guard.record(&response(), Duration::ZERO),
-                _ => panic!("a fresh key"),
-            }
+    async fn a_dropped_claim_is_released_and_a_recorded_one_replays() {
+        let state: Arc<dyn SharedState> = Arc::new(MemoryState::default());
+        let id = ("c", "l/v1", "k");
+        let Claim::Fresh(guard) = claim(&state, id, "f", Duration::from_secs(60)).await.unwrap() else {
+            panic!("a fresh key")
+        };
+        drop(guard);
+        tokio::task::yield_now().await;
+        let Claim::Fresh(guard) = claim(&state, id, "f", Duration::from_secs(60)).await.unwrap() else {
+            panic!("released: fresh again")
+        };
+        guard.record(&serde_json::json!({"run_id": "run_1"}), Duration::from_secs(60)).await.unwrap();
+        match claim(&state, id, "f", Duration::from_secs(60)).await.unwrap() {
+            Claim::Replay(v) => assert_eq!(v, serde_json::json!({"run_id": "run_1"})),
+            _ => panic!("a replay"),
         }
-        assert_eq!(table.len(), SWEEP_ABOVE + 1);
-        let Claim::Fresh(guard) = table.claim("c", "live", "f".into()).await else { panic!("a fresh key") };
-        guard.record(&response(), Duration::from_secs(60));
-        assert_eq!(table.len(), 1, "every expired key was forgotten, the live one kept");
-        assert!(matches!(table.claim("c", "live", "f".into()).await, Claim::Replay(_)));
+        assert!(matches!(claim(&state, id, "g", Duration::from_secs(60)).await.unwrap(), Claim::Conflict));
     }
 }

@@ -1,23 +1,40 @@
-//! What the runtime keeps between requests: sessions (each with its own engines, its
-//! `"session"`-retention runs, promotions and catalog histories), run stores (memory and the
-//! durable SQLite store), idempotency claims and promoted programs.
+//! What the runtime keeps between requests: sessions (each with its own engines and its
+//! `"session"`-retention runs) and the [`SharedState`] behind everything that outlives a
+//! request: duration-retention run records, idempotency claims, promoted programs and the
+//! catalogs served to each caller. Backends: [`MemoryState`] (one process), [`SqliteState`]
+//! (one process, durable; the default store of the examples) and `PostgresState` (several
+//! replicas; cargo feature `postgres`).
 
 pub mod catalog_history;
 pub(crate) mod idempotency;
+pub mod memory;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod promotions;
 pub mod runs;
 pub(crate) mod session;
+pub mod shared;
 pub mod sqlite;
+#[doc(hidden)]
+pub mod suite;
 
-pub use self::runs::{MemoryRunStore, RunRecord, RunStore};
-pub use self::sqlite::SqliteRunStore;
+pub use self::memory::MemoryState;
+#[cfg(feature = "postgres")]
+pub use self::postgres::PostgresState;
+pub use self::runs::{MemoryRunStore, RunRecord};
+pub use self::shared::{Claimed, KeyRef, SharedState, StoreError, StoreResult, Stored, HISTORY_DEPTH};
+pub use self::sqlite::SqliteState;
 
 use std::sync::Arc;
 
-/// The deployment-wide stores every session shares: the durable run store (ISO 8601 duration
-/// retention, with its idempotency records) and the in-process idempotency key table.
-#[derive(Default)]
+/// The deployment-wide store every session shares.
 pub(crate) struct Stores {
-    pub durable: Option<Arc<dyn RunStore>>,
-    pub idempotency: idempotency::Idempotency,
+    /// Duration-retention runs, and the scope of every caller whose identity outlives a session.
+    pub state: Arc<dyn SharedState>,
+}
+
+impl Default for Stores {
+    fn default() -> Self {
+        Stores { state: Arc::new(MemoryState::default()) }
+    }
 }

@@ -103,6 +103,26 @@ impl Promoted {
         Ok(Promoted { entry, body: Arc::new(p.body.clone()), baseline, input })
     }
 
+    /// What a store keeps of it: the entry, the body and the baseline.
+    pub fn record(&self) -> Value {
+        json!({"entry": self.entry, "body": *self.body, "baseline": self.baseline})
+    }
+
+    /// A promotion as a store kept it (see [`Promoted::record`]).
+    pub fn from_record(record: Value) -> Result<Promoted, String> {
+        #[derive(serde::Deserialize)]
+        struct Kept {
+            entry: CatalogEntry,
+            body: Value,
+            baseline: BTreeMap<String, Value>,
+        }
+        let kept: Kept = serde_json::from_value(record).map_err(|e| format!("unreadable promotion: {e}"))?;
+        let schema = kept.entry.input_schema.clone().unwrap_or_else(|| json!({"type": "object"}));
+        let input =
+            jsonschema::validator_for(&schema).map_err(|e| format!("unreadable promotion schema: {e}"))?;
+        Ok(Promoted { entry: kept.entry, body: Arc::new(kept.body), baseline: kept.baseline, input })
+    }
+
     /// The referenced entries whose load-bearing fields no longer match the baseline.
     pub fn drift(&self, snapshot: &CatalogSnapshot) -> Vec<String> {
         self.baseline
@@ -130,47 +150,27 @@ impl Promoted {
     }
 }
 
-/// The promoted programs of one session and Language, with the merged snapshot cached.
-#[derive(Default)]
-pub(crate) struct Promotions {
-    items: BTreeMap<String, Arc<Promoted>>,
-    merged: Option<(String, usize, Arc<CatalogSnapshot>)>,
+/// The bodies a run may call as sub-programs, each with the referenced entries that have
+/// drifted from its baseline against `snapshot` (empty: still runnable).
+pub(crate) fn bodies(
+    promoted: &[Arc<Promoted>],
+    snapshot: Option<&CatalogSnapshot>,
+) -> BTreeMap<String, SubProgram> {
+    promoted
+        .iter()
+        .map(|p| {
+            let drifted = snapshot.map(|s| p.drift(s)).unwrap_or_default();
+            (p.entry.id.clone(), SubProgram { body: p.body.clone(), drifted })
+        })
+        .collect()
 }
 
-impl Promotions {
-    pub fn add(&mut self, p: Promoted) -> Arc<Promoted> {
-        let p = Arc::new(p);
-        self.items.insert(p.entry.id.clone(), p.clone());
-        p
+/// The engine's snapshot plus the promoted entries.
+pub(crate) fn merge(engine: Arc<CatalogSnapshot>, promoted: &[Arc<Promoted>]) -> Arc<CatalogSnapshot> {
+    if promoted.is_empty() {
+        return engine;
     }
-    /// The bodies a run may call as sub-programs, each with the referenced entries that have
-    /// drifted from its baseline against `snapshot` (empty: still runnable).
-    pub fn bodies(&self, snapshot: Option<&CatalogSnapshot>) -> BTreeMap<String, SubProgram> {
-        self.items
-            .iter()
-            .map(|(k, p)| {
-                let drifted = snapshot.map(|s| p.drift(s)).unwrap_or_default();
-                (k.clone(), SubProgram { body: p.body.clone(), drifted })
-            })
-            .collect()
-    }
-    pub fn get(&self, reference: &str) -> Option<Arc<Promoted>> {
-        self.items.get(reference).cloned()
-    }
-    /// The engine's snapshot plus the promoted entries (rebuilt only when either changes).
-    pub fn merge(&mut self, engine: Arc<CatalogSnapshot>) -> Arc<CatalogSnapshot> {
-        if self.items.is_empty() {
-            return engine;
-        }
-        if let Some((v, n, snap)) = &self.merged {
-            if v == engine.version() && *n == self.items.len() {
-                return snap.clone();
-            }
-        }
-        let mut entries = engine.entries().to_vec();
-        entries.extend(self.items.values().map(|p| p.entry.clone()));
-        let snap = Arc::new(CatalogSnapshot::new(entries));
-        self.merged = Some((engine.version().to_owned(), self.items.len(), snap.clone()));
-        snap
-    }
+    let mut entries = engine.entries().to_vec();
+    entries.extend(promoted.iter().map(|p| p.entry.clone()));
+    Arc::new(CatalogSnapshot::new(entries))
 }

@@ -1,8 +1,9 @@
-//! Run records and where they live (Part II §6.6, §8): the [`RunStore`] trait and the in-memory
-//! store of `"session"` retention.
+//! Run records (Part II §6.6, §8) and the bounded in-memory store of `"session"` retention
+//! (duration retention keeps them in the deployment's [`SharedState`](super::SharedState)).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -34,34 +35,6 @@ pub struct RunRecord {
     pub stats: Option<Value>,
 }
 
-/// Where run records live. Implementations must make `put` durable before returning when
-/// they claim [`RunStore::durable`].
-pub trait RunStore: Send + Sync + 'static {
-    /// Store a record, retrievable for at least `keep_for`.
-    fn put(&self, record: RunRecord, keep_for: std::time::Duration) -> Result<(), String>;
-    /// The record `run_id`, if retained and still within retention.
-    fn get(&self, run_id: &str) -> Option<RunRecord>;
-    /// Whether records survive a restart (required by ISO 8601 duration retention).
-    fn durable(&self) -> bool;
-    /// Record the response of the first Run under idempotency `key` (scoped by the caller),
-    /// so a replay after a restart returns it. The default keeps nothing.
-    fn put_replay(
-        &self,
-        key: &str,
-        fingerprint: &str,
-        response: &Value,
-        keep_for: std::time::Duration,
-    ) -> Result<(), String> {
-        let _ = (key, fingerprint, response, keep_for);
-        Ok(())
-    }
-    /// The fingerprint and response recorded under `key`, within its window.
-    fn get_replay(&self, key: &str) -> Option<(String, Value)> {
-        let _ = key;
-        None
-    }
-}
-
 /// An in-memory store: the right store for `"session"` retention (one per session and
 /// Language, so records live exactly as long as the session). Bounded: past
 /// [`Limits::max_retained_runs`](crate::engine::Limits::max_retained_runs) records or
@@ -75,7 +48,7 @@ pub struct MemoryRunStore {
 
 #[derive(Default)]
 struct Held {
-    runs: HashMap<String, (RunRecord, usize)>,
+    runs: HashMap<String, (RunRecord, usize, Option<Instant>)>,
     order: VecDeque<String>,
     bytes: usize,
 }
@@ -101,8 +74,9 @@ impl Default for MemoryRunStore {
     }
 }
 
-impl RunStore for MemoryRunStore {
-    fn put(&self, record: RunRecord, _keep_for: std::time::Duration) -> Result<(), String> {
+impl MemoryRunStore {
+    /// Keep `record` for `keep_for` (evicting the oldest records past the bounds).
+    pub fn put(&self, record: RunRecord, keep_for: Duration) -> Result<(), String> {
         let size = json_size(&record);
         if size > self.max_bytes {
             return Err(format!(
@@ -113,21 +87,23 @@ impl RunStore for MemoryRunStore {
         let mut held = self.held.lock().map_err(|_| "run store poisoned".to_owned())?;
         while held.runs.len() >= self.max_runs || held.bytes + size > self.max_bytes {
             let Some(oldest) = held.order.pop_front() else { break };
-            if let Some((_, n)) = held.runs.remove(&oldest) {
+            if let Some((_, n, _)) = held.runs.remove(&oldest) {
                 held.bytes -= n;
             }
         }
         held.order.push_back(record.run_id.clone());
         held.bytes += size;
-        if let Some((_, replaced)) = held.runs.insert(record.run_id.clone(), (record, size)) {
+        let until = Instant::now().checked_add(keep_for);
+        if let Some((_, replaced, _)) = held.runs.insert(record.run_id.clone(), (record, size, until)) {
             held.bytes -= replaced;
         }
         Ok(())
     }
-    fn get(&self, run_id: &str) -> Option<RunRecord> {
-        self.held.lock().ok()?.runs.get(run_id).map(|(r, _)| r.clone())
-    }
-    fn durable(&self) -> bool {
-        false
+
+    /// The record `run_id`, while within its retention.
+    pub fn get(&self, run_id: &str) -> Option<RunRecord> {
+        let held = self.held.lock().ok()?;
+        let (record, _, until) = held.runs.get(run_id)?;
+        until.is_none_or(|u| u > Instant::now()).then(|| record.clone())
     }
 }

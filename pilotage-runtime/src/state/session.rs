@@ -1,13 +1,14 @@
 //! One MCP session's private state: its caller identity, its own engine instances (its own
-//! world), its `"session"`-retention run store and its catalog histories.
+//! world), its `"session"`-retention run store, and the scope where its promotions, served
+//! catalogs and idempotency keys live.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::catalog_history::History;
-use super::promotions::{Promoted, Promotions};
+use super::promotions::{self, Promoted};
 use super::runs::MemoryRunStore;
+use super::shared::{SharedState, StoreError, StoreResult, Stored};
 use crate::engine::{Caller, CatalogSnapshot, Engine, Limits, SubProgram};
 
 pub(crate) struct Session {
@@ -18,53 +19,135 @@ pub(crate) struct Session {
     pub engines: Vec<Arc<dyn Engine>>,
     /// The `"session"`-retention records, one bounded store per Language.
     pub runs: Vec<MemoryRunStore>,
-    histories: Vec<Mutex<History>>,
-    promotions: Vec<Mutex<Promotions>>,
+    /// Where this caller's promotions, served catalogs and idempotency keys live: the
+    /// deployment's store for an identity that outlives the session, a private memory store for
+    /// one that lives only as long as the session.
+    pub scope: Arc<dyn SharedState>,
+    cache: Vec<Mutex<LangCache>>,
+}
+
+/// What a session remembers of one Language to spare the store: promotions are immutable, so a
+/// compiled one never goes stale; the last snapshot token it told the store about; the last
+/// merged snapshot.
+#[derive(Default)]
+struct LangCache {
+    compiled: HashMap<String, Arc<Promoted>>,
+    remembered: Option<String>,
+    merged: Option<(String, Vec<String>, Arc<CatalogSnapshot>)>,
 }
 
 impl Session {
-    pub fn new(caller: Caller, engines: Vec<Arc<dyn Engine>>, stateless: bool, limits: &[Limits]) -> Self {
+    pub fn new(
+        caller: Caller,
+        engines: Vec<Arc<dyn Engine>>,
+        stateless: bool,
+        limits: &[Limits],
+        scope: Arc<dyn SharedState>,
+    ) -> Self {
         let runs = limits
             .iter()
             .map(|l| MemoryRunStore::bounded(l.max_retained_runs, l.max_retained_bytes))
             .collect();
-        let histories = engines.iter().map(|_| Mutex::new(History::default())).collect();
-        let promotions = engines.iter().map(|_| Mutex::new(Promotions::default())).collect();
-        Session { caller, stateless, engines, runs, histories, promotions }
+        let cache = engines.iter().map(|_| Mutex::default()).collect();
+        Session { caller, stateless, engines, runs, scope, cache }
     }
 
-    /// The caller's current snapshot of Language `lang` (the engine's entries plus this
-    /// session's promoted programs), remembered for `changed_since`.
-    pub fn snapshot(&self, lang: usize) -> Option<Arc<CatalogSnapshot>> {
-        let engine = self.engines.get(lang)?.catalog_snapshot(&self.caller)?;
-        let snap = self.promotions.get(lang)?.lock().unwrap_or_else(|p| p.into_inner()).merge(engine);
-        if let Some(h) = self.histories.get(lang) {
-            h.lock().unwrap_or_else(|p| p.into_inner()).remember(&snap);
+    fn language(&self, lang: usize) -> &'static str {
+        self.engines.get(lang).map_or("", |e| e.language_spec().name)
+    }
+
+    fn cache(&self, lang: usize) -> Option<MutexGuard<'_, LangCache>> {
+        self.cache.get(lang).map(|c| c.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// The caller's promotions of Language `lang`, oldest first.
+    pub async fn promoted_all(&self, lang: usize) -> StoreResult<Vec<Arc<Promoted>>> {
+        let kept = self.scope.promotions(&self.caller.id, self.language(lang)).await?;
+        let Some(mut cache) = self.cache(lang) else { return Ok(Vec::new()) };
+        let mut all = Vec::with_capacity(kept.len());
+        for (reference, record) in kept {
+            if let Some(p) = cache.compiled.get(&reference) {
+                all.push(p.clone());
+                continue;
+            }
+            match Promoted::from_record(record) {
+                Ok(p) => {
+                    let p = Arc::new(p);
+                    cache.compiled.insert(reference, p.clone());
+                    all.push(p);
+                }
+                Err(e) => tracing::error!(reference, error = %e, "skipping an unreadable promotion"),
+            }
         }
-        Some(snap)
+        Ok(all)
     }
 
-    pub fn history(&self, lang: usize) -> Option<std::sync::MutexGuard<'_, History>> {
-        self.histories.get(lang).map(|h| h.lock().unwrap_or_else(|p| p.into_inner()))
+    /// The caller's snapshot of Language `lang` from the engine's: plus the caller's promoted
+    /// programs, and remembered in the store for `changed_since`.
+    pub async fn snapshot(
+        &self,
+        lang: usize,
+        engine: Arc<CatalogSnapshot>,
+    ) -> StoreResult<Arc<CatalogSnapshot>> {
+        let promoted = self.promoted_all(lang).await?;
+        let refs: Vec<String> = promoted.iter().map(|p| p.entry.id.clone()).collect();
+        let (snap, tell) = {
+            let Some(mut cache) = self.cache(lang) else { return Ok(engine) };
+            let snap = match &cache.merged {
+                Some((v, r, s)) if v == engine.version() && *r == refs => s.clone(),
+                _ => {
+                    let snap = promotions::merge(engine.clone(), &promoted);
+                    cache.merged = Some((engine.version().to_owned(), refs, snap.clone()));
+                    snap
+                }
+            };
+            let tell = cache.remembered.as_deref() != Some(snap.version());
+            (snap, tell)
+        };
+        if tell {
+            self.scope.remember_catalog(&self.caller.id, self.language(lang), &snap).await?;
+            if let Some(mut cache) = self.cache(lang) {
+                cache.remembered = Some(snap.version().to_owned());
+            }
+        }
+        Ok(snap)
     }
 
-    pub fn promote(&self, lang: usize, p: Promoted) -> Option<Arc<Promoted>> {
-        Some(self.promotions.get(lang)?.lock().unwrap_or_else(|p| p.into_inner()).add(p))
+    /// The snapshot with token `version` served to this caller, if still remembered.
+    pub async fn served(&self, lang: usize, version: &str) -> StoreResult<Option<Arc<CatalogSnapshot>>> {
+        self.scope.catalog_at(&self.caller.id, self.language(lang), version).await
     }
 
-    pub fn promoted(&self, lang: usize, reference: &str) -> Option<Arc<Promoted>> {
-        self.promotions.get(lang)?.lock().unwrap_or_else(|p| p.into_inner()).get(reference)
+    /// Keep `p` for this caller; `None` when the caller already holds `max` promotions.
+    pub async fn promote(&self, lang: usize, p: Promoted, max: usize) -> StoreResult<Option<Arc<Promoted>>> {
+        let reference = p.entry.id.clone();
+        let stored = self
+            .scope
+            .put_promotion(&self.caller.id, self.language(lang), &reference, &p.record(), max)
+            .await?;
+        if stored == Stored::Full {
+            return Ok(None);
+        }
+        let p = Arc::new(p);
+        let mut cache = self.cache(lang).ok_or_else(|| StoreError("no such Language".into()))?;
+        Ok(Some(cache.compiled.entry(reference).or_insert(p).clone()))
     }
 
-    pub fn promoted_bodies(
+    /// The caller's promotion `reference`, if it has one.
+    pub async fn promoted(&self, lang: usize, reference: &str) -> StoreResult<Option<Arc<Promoted>>> {
+        if let Some(p) = self.cache(lang).and_then(|c| c.compiled.get(reference).cloned()) {
+            return Ok(Some(p));
+        }
+        Ok(self.promoted_all(lang).await?.into_iter().find(|p| p.entry.id == reference))
+    }
+
+    /// The bodies a run may call as sub-programs (see [`promotions::bodies`]).
+    pub async fn promoted_bodies(
         &self,
         lang: usize,
         snapshot: Option<&CatalogSnapshot>,
-    ) -> std::collections::BTreeMap<String, SubProgram> {
-        self.promotions
-            .get(lang)
-            .map(|p| p.lock().unwrap_or_else(|p| p.into_inner()).bodies(snapshot))
-            .unwrap_or_default()
+    ) -> StoreResult<std::collections::BTreeMap<String, SubProgram>> {
+        Ok(promotions::bodies(&self.promoted_all(lang).await?, snapshot))
     }
 }
 
@@ -89,6 +172,7 @@ impl StatelessSessions {
         principal: String,
         engines: impl FnOnce() -> Vec<Arc<dyn Engine>>,
         limits: &[Limits],
+        scope: &Arc<dyn SharedState>,
     ) -> Arc<Session> {
         let mut map = self.by_principal.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
@@ -105,7 +189,8 @@ impl StatelessSessions {
             };
             map.remove(&oldest);
         }
-        let session = Arc::new(Session::new(Caller::new(principal.clone()), engines(), true, limits));
+        let session =
+            Arc::new(Session::new(Caller::new(principal.clone()), engines(), true, limits, scope.clone()));
         map.insert(principal, (session.clone(), now));
         session
     }
@@ -125,11 +210,12 @@ mod tests {
     fn stateless_principals_are_bounded_least_recently_used_first() {
         let table = StatelessSessions::new(3, Duration::from_secs(600));
         let limits = [Limits::default()];
+        let scope: Arc<dyn SharedState> = Arc::new(crate::state::MemoryState::default());
         for p in ["a", "b", "c"] {
-            table.get_or_create(p.into(), Vec::new, &limits);
+            table.get_or_create(p.into(), Vec::new, &limits, &scope);
         }
-        table.get_or_create("a".into(), Vec::new, &limits); // a is now the most recent
-        let d = table.get_or_create("d".into(), Vec::new, &limits);
+        table.get_or_create("a".into(), Vec::new, &limits, &scope); // a is now the most recent
+        let d = table.get_or_create("d".into(), Vec::new, &limits, &scope);
         assert_eq!(table.len(), 3);
         assert_eq!(&*d.caller.id, "d");
         // b was the least recently used: it was forgotten, a was kept.
@@ -143,9 +229,10 @@ mod tests {
     fn idle_principals_are_forgotten_before_busy_ones() {
         let table = StatelessSessions::new(2, Duration::from_millis(0));
         let limits = [Limits::default()];
-        table.get_or_create("a".into(), Vec::new, &limits);
-        table.get_or_create("b".into(), Vec::new, &limits);
-        table.get_or_create("c".into(), Vec::new, &limits);
+        let scope: Arc<dyn SharedState> = Arc::new(crate::state::MemoryState::default());
+        table.get_or_create("a".into(), Vec::new, &limits, &scope);
+        table.get_or_create("b".into(), Vec::new, &limits, &scope);
+        table.get_or_create("c".into(), Vec::new, &limits, &scope);
         assert_eq!(table.len(), 1, "every idle principal was forgotten to make room");
     }
 }

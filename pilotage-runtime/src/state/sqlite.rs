@@ -1,43 +1,99 @@
-//! Durable run storage for Languages whose retention is an ISO 8601 duration.
-//!
-//! [`SqliteRunStore`] keeps run records in one SQLite file (the library is bundled, nothing to
-//! install). A record is committed before `put` returns, so the execute response is sent only
-//! after the record is durable, and it is served for the retention period after it was stored,
-//! across server restarts. Another store (a shared database for several server instances)
-//! plugs in through [`RunStore`].
+//! [`SqliteState`]: the [`SharedState`] of one process, durable, in one SQLite file (the library
+//! is bundled, nothing to install). A write is committed before its method returns, so an
+//! execute response is sent only after its record is durable, and everything is served across
+//! restarts for as long as it is kept. Every call runs on the blocking pool, never on the async
+//! workers. Several replicas share state through `PostgresState` instead.
 
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use serde_json::Value;
 
-use super::runs::{RunRecord, RunStore};
+use super::runs::RunRecord;
+use super::shared::{Claimed, KeyRef, SharedState, StoreError, StoreResult, Stored, HISTORY_DEPTH};
+use crate::engine::catalog::CatalogSnapshot;
+use crate::model::catalog::CatalogEntry;
 
-/// Run records in an SQLite file, each expiring after the retention period it was stored with.
+/// Run records, idempotency keys, promotions and served catalogs in an SQLite file.
 ///
 /// ```
-/// use pilotage_runtime::state::SqliteRunStore;
-/// use pilotage_runtime::state::RunStore;
-/// let store = SqliteRunStore::in_memory().unwrap();
-/// assert!(store.get("run_missing").is_none());
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use pilotage_runtime::state::{SharedState, SqliteState};
+/// let store = SqliteState::in_memory().unwrap();
+/// assert!(store.get_run("caller", "run_missing").await.unwrap().is_none());
+/// # });
 /// ```
-pub struct SqliteRunStore {
+#[derive(Clone)]
+pub struct SqliteState {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
     conn: Mutex<Connection>,
     durable: bool,
-    writes: std::sync::atomic::AtomicUsize,
+    writes: AtomicUsize,
 }
 
 /// Writes between two purges of expired rows.
 pub const PURGE_EVERY: usize = 256;
+
+/// A served catalog not served again for this long is forgotten (`changed_since` from it is then
+/// `unknown_baseline`, which the protocol allows).
+pub const CATALOG_KEEP: Duration = Duration::from_secs(24 * 3600);
+
+/// The schema, one step per version; a file records the last step applied.
+const MIGRATIONS: [&str; 2] = [
+    "CREATE TABLE IF NOT EXISTS pilotage_runs (
+        run_id TEXT PRIMARY KEY, record TEXT NOT NULL, expires_at_ms INTEGER NOT NULL);
+     CREATE TABLE IF NOT EXISTS pilotage_replays (
+        key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, response TEXT NOT NULL,
+        expires_at_ms INTEGER NOT NULL);",
+    "DROP TABLE IF EXISTS pilotage_replays;
+     CREATE TABLE pilotage_keys (
+        owner TEXT NOT NULL, language TEXT NOT NULL, key TEXT NOT NULL,
+        fingerprint TEXT NOT NULL, token TEXT NOT NULL, response TEXT,
+        expires_at_ms INTEGER NOT NULL, PRIMARY KEY (owner, language, key));
+     CREATE TABLE pilotage_promotions (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT, owner TEXT NOT NULL, language TEXT NOT NULL,
+        reference TEXT NOT NULL, record TEXT NOT NULL, UNIQUE (owner, language, reference));
+     CREATE TABLE pilotage_catalogs (
+        owner TEXT NOT NULL, language TEXT NOT NULL, version TEXT NOT NULL,
+        entries TEXT NOT NULL, served_at_ms INTEGER NOT NULL, seq INTEGER NOT NULL,
+        PRIMARY KEY (owner, language, version));",
+];
 
 fn now_ms() -> i64 {
     let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
     i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
 }
 
-impl SqliteRunStore {
-    /// Open (or create) the store at `path`.
+fn after_ms(d: Duration) -> i64 {
+    now_ms().saturating_add(i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+fn err(e: impl std::fmt::Display) -> StoreError {
+    StoreError::from_display(e)
+}
+
+/// Apply the migrations this file has not seen, in one transaction.
+fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
+    conn.execute_batch("CREATE TABLE IF NOT EXISTS pilotage_schema (version INTEGER NOT NULL)")?;
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let done: i64 =
+        tx.query_row("SELECT version FROM pilotage_schema", [], |r| r.get(0)).optional()?.unwrap_or(0);
+    for (i, step) in MIGRATIONS.iter().enumerate().skip(usize::try_from(done).unwrap_or(0)) {
+        tx.execute_batch(step)?;
+        tx.execute("DELETE FROM pilotage_schema", [])?;
+        tx.execute("INSERT INTO pilotage_schema (version) VALUES (?1)", params![i as i64 + 1])?;
+    }
+    tx.commit()
+}
+
+impl SqliteState {
+    /// Open (or create) the store at `path`, applying its migrations.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, String> {
         let conn = Connection::open(path).map_err(|e| e.to_string())?;
         Self::with(conn, true)
@@ -49,108 +105,263 @@ impl SqliteRunStore {
         Self::with(conn, false)
     }
 
-    fn with(conn: Connection, durable: bool) -> Result<Self, String> {
-        conn.execute_batch(
-            "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;
-             CREATE TABLE IF NOT EXISTS pilotage_runs (
-                run_id TEXT PRIMARY KEY,
-                record TEXT NOT NULL,
-                expires_at_ms INTEGER NOT NULL
-             );
-             CREATE TABLE IF NOT EXISTS pilotage_replays (
-                key TEXT PRIMARY KEY,
-                fingerprint TEXT NOT NULL,
-                response TEXT NOT NULL,
-                expires_at_ms INTEGER NOT NULL
-             );",
-        )
-        .map_err(|e| e.to_string())?;
-        Ok(SqliteRunStore { conn: Mutex::new(conn), durable, writes: Default::default() })
+    fn with(mut conn: Connection, durable: bool) -> Result<Self, String> {
+        conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA busy_timeout=5000;")
+            .map_err(|e| e.to_string())?;
+        migrate(&mut conn).map_err(|e| format!("migrating the store: {e}"))?;
+        let inner = Inner { conn: Mutex::new(conn), durable, writes: AtomicUsize::new(0) };
+        Ok(SqliteState { inner: Arc::new(inner) })
     }
 
-    /// Delete expired records; returns how many.
-    /// Delete expired run records and idempotency records; returns how many. Called every
-    /// [`PURGE_EVERY`] writes, so a store never holds more than that many expired rows past
-    /// their window.
-    pub fn purge_expired(&self) -> usize {
-        let Ok(conn) = self.conn.lock() else { return 0 };
-        let now = now_ms();
-        let runs =
-            conn.execute("DELETE FROM pilotage_runs WHERE expires_at_ms <= ?1", params![now]).unwrap_or(0);
-        let replays =
-            conn.execute("DELETE FROM pilotage_replays WHERE expires_at_ms <= ?1", params![now]).unwrap_or(0);
-        runs + replays
+    /// The schema version of the file (the number of migrations applied).
+    pub fn schema_version(&self) -> Result<i64, String> {
+        let conn = self.inner.conn.lock().map_err(|_| "store poisoned".to_owned())?;
+        conn.query_row("SELECT version FROM pilotage_schema", [], |r| r.get(0)).map_err(|e| e.to_string())
     }
 
-    fn count_write(&self) {
-        if self.writes.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % PURGE_EVERY == PURGE_EVERY - 1 {
-            self.purge_expired();
-        }
+    /// Delete expired rows now (on the calling thread); returns how many.
+    pub fn purge_now(&self) -> usize {
+        let Ok(conn) = self.inner.conn.lock() else { return 0 };
+        purge(&conn).unwrap_or(0)
+    }
+
+    /// Run `f` on the connection on the blocking pool; every [`PURGE_EVERY`] writes also purge.
+    async fn call<T, F>(&self, write: bool, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let inner = self.inner.clone();
+        let work = move || {
+            let mut conn = inner.conn.lock().map_err(|_| StoreError("store poisoned".into()))?;
+            if write && inner.writes.fetch_add(1, Ordering::Relaxed) % PURGE_EVERY == PURGE_EVERY - 1 {
+                let _ = purge(&conn);
+            }
+            f(&mut conn).map_err(err)
+        };
+        tokio::task::spawn_blocking(work).await.map_err(err)?
     }
 }
 
-impl RunStore for SqliteRunStore {
-    fn put(&self, record: RunRecord, keep_for: Duration) -> Result<(), String> {
-        self.count_write();
-        let text = serde_json::to_string(&record).map_err(|e| e.to_string())?;
-        let retention_ms = i64::try_from(keep_for.as_millis()).unwrap_or(i64::MAX);
-        let expires = now_ms().saturating_add(retention_ms);
-        let conn = self.conn.lock().map_err(|_| "run store poisoned".to_owned())?;
-        conn.execute(
-            "INSERT OR REPLACE INTO pilotage_runs (run_id, record, expires_at_ms) VALUES (?1, ?2, ?3)",
-            params![record.run_id, text, expires],
+fn purge(conn: &Connection) -> rusqlite::Result<usize> {
+    let now = now_ms();
+    let runs = conn.execute("DELETE FROM pilotage_runs WHERE expires_at_ms <= ?1", params![now])?;
+    let keys = conn.execute("DELETE FROM pilotage_keys WHERE expires_at_ms <= ?1", params![now])?;
+    let old = now.saturating_sub(i64::try_from(CATALOG_KEEP.as_millis()).unwrap_or(i64::MAX));
+    let catalogs = conn.execute("DELETE FROM pilotage_catalogs WHERE served_at_ms <= ?1", params![old])?;
+    Ok(runs + keys + catalogs)
+}
+
+/// Claim a key inside one immediate transaction (see [`SharedState::claim_key`]).
+fn claim(
+    conn: &mut Connection,
+    k: [String; 3],
+    fingerprint: String,
+    lease: Duration,
+) -> rusqlite::Result<Claimed> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let held: Option<(String, Option<String>)> = tx
+        .query_row(
+            "SELECT fingerprint, response FROM pilotage_keys
+             WHERE owner = ?1 AND language = ?2 AND key = ?3 AND expires_at_ms > ?4",
+            params![k[0], k[1], k[2], now_ms()],
+            |r| Ok((r.get(0)?, r.get(1)?)),
         )
-        .map_err(|e| e.to_string())?;
-        Ok(())
-    }
+        .optional()?;
+    let claimed = match held {
+        Some((f, _)) if f != fingerprint => Claimed::Conflict,
+        Some((_, None)) => Claimed::Pending,
+        Some((_, Some(text))) => Claimed::Replay(serde_json::from_str(&text).unwrap_or(Value::Null)),
+        None => {
+            let token = uuid::Uuid::new_v4().simple().to_string();
+            tx.execute(
+                "INSERT OR REPLACE INTO pilotage_keys
+                 (owner, language, key, fingerprint, token, response, expires_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, NULL, ?6)",
+                params![k[0], k[1], k[2], fingerprint, token, after_ms(lease)],
+            )?;
+            Claimed::Fresh(token)
+        }
+    };
+    tx.commit()?;
+    Ok(claimed)
+}
 
-    fn get(&self, run_id: &str) -> Option<RunRecord> {
-        let conn = self.conn.lock().ok()?;
-        let text: Option<String> = conn
-            .query_row(
-                "SELECT record FROM pilotage_runs WHERE run_id = ?1 AND expires_at_ms > ?2",
-                params![run_id, now_ms()],
-                |row| row.get(0),
-            )
-            .optional()
-            .ok()
-            .flatten();
-        serde_json::from_str(&text?).ok()
-    }
+fn owned(key: KeyRef<'_>) -> [String; 3] {
+    [key.owner.to_owned(), key.language.to_owned(), key.key.to_owned()]
+}
 
+#[async_trait::async_trait]
+impl SharedState for SqliteState {
     fn durable(&self) -> bool {
-        self.durable
+        self.inner.durable
     }
 
-    fn put_replay(
-        &self,
-        key: &str,
-        fingerprint: &str,
-        response: &serde_json::Value,
-        keep_for: Duration,
-    ) -> Result<(), String> {
-        self.count_write();
-        let keep_ms = i64::try_from(keep_for.as_millis()).unwrap_or(i64::MAX);
-        let conn = self.conn.lock().map_err(|_| "run store poisoned".to_owned())?;
-        conn.execute(
-            "INSERT OR REPLACE INTO pilotage_replays (key, fingerprint, response, expires_at_ms) VALUES (?1, ?2, ?3, ?4)",
-            params![key, fingerprint, response.to_string(), now_ms().saturating_add(keep_ms)],
-        )
-        .map_err(|e| e.to_string())?;
-        Ok(())
-    }
-
-    fn get_replay(&self, key: &str) -> Option<(String, serde_json::Value)> {
-        let conn = self.conn.lock().ok()?;
-        let (fingerprint, text): (String, String) = conn
-            .query_row(
-                "SELECT fingerprint, response FROM pilotage_replays WHERE key = ?1 AND expires_at_ms > ?2",
-                params![key, now_ms()],
-                |row| Ok((row.get(0)?, row.get(1)?)),
+    async fn put_run(&self, record: &RunRecord, keep_for: Duration) -> StoreResult<()> {
+        let text = serde_json::to_string(record).map_err(err)?;
+        let (run_id, expires) = (record.run_id.clone(), after_ms(keep_for));
+        self.call(true, move |c| {
+            c.execute(
+                "INSERT OR REPLACE INTO pilotage_runs (run_id, record, expires_at_ms) VALUES (?1, ?2, ?3)",
+                params![run_id, text, expires],
             )
-            .optional()
-            .ok()
-            .flatten()?;
-        Some((fingerprint, serde_json::from_str(&text).ok()?))
+            .map(drop)
+        })
+        .await
+    }
+
+    async fn get_run(&self, owner: &str, run_id: &str) -> StoreResult<Option<RunRecord>> {
+        let run_id = run_id.to_owned();
+        let text: Option<String> = self
+            .call(false, move |c| {
+                c.query_row(
+                    "SELECT record FROM pilotage_runs WHERE run_id = ?1 AND expires_at_ms > ?2",
+                    params![run_id, now_ms()],
+                    |row| row.get(0),
+                )
+                .optional()
+            })
+            .await?;
+        let record: Option<RunRecord> = text.map(|t| serde_json::from_str(&t)).transpose().map_err(err)?;
+        Ok(record.filter(|r| r.owner == owner))
+    }
+
+    async fn claim_key(&self, key: KeyRef<'_>, fingerprint: &str, lease: Duration) -> StoreResult<Claimed> {
+        let (k, fingerprint) = (owned(key), fingerprint.to_owned());
+        self.call(true, move |c| claim(c, k, fingerprint, lease)).await
+    }
+
+    async fn record_key(
+        &self,
+        key: KeyRef<'_>,
+        token: &str,
+        response: &Value,
+        keep_for: Duration,
+    ) -> StoreResult<()> {
+        let (k, token, text, until) =
+            (owned(key), token.to_owned(), response.to_string(), after_ms(keep_for));
+        self.call(true, move |c| {
+            c.execute(
+                "UPDATE pilotage_keys SET response = ?5, expires_at_ms = ?6
+                 WHERE owner = ?1 AND language = ?2 AND key = ?3 AND token = ?4 AND response IS NULL",
+                params![k[0], k[1], k[2], token, text, until],
+            )
+            .map(drop)
+        })
+        .await
+    }
+
+    async fn release_key(&self, key: KeyRef<'_>, token: &str) -> StoreResult<()> {
+        let (k, token) = (owned(key), token.to_owned());
+        self.call(true, move |c| {
+            c.execute(
+                "DELETE FROM pilotage_keys
+                 WHERE owner = ?1 AND language = ?2 AND key = ?3 AND token = ?4 AND response IS NULL",
+                params![k[0], k[1], k[2], token],
+            )
+            .map(drop)
+        })
+        .await
+    }
+
+    async fn put_promotion(
+        &self,
+        owner: &str,
+        language: &str,
+        reference: &str,
+        record: &Value,
+        max: usize,
+    ) -> StoreResult<Stored> {
+        let k = [owner.to_owned(), language.to_owned(), reference.to_owned()];
+        let (text, max) = (record.to_string(), i64::try_from(max).unwrap_or(i64::MAX));
+        self.call(true, move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let (held, count): (i64, i64) = tx.query_row(
+                "SELECT COALESCE(SUM(reference = ?3), 0), COUNT(*) FROM pilotage_promotions
+                 WHERE owner = ?1 AND language = ?2",
+                params![k[0], k[1], k[2]],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            let stored = match (held > 0, count >= max) {
+                (true, _) => Stored::Held,
+                (false, true) => Stored::Full,
+                (false, false) => {
+                    tx.execute(
+                        "INSERT INTO pilotage_promotions (owner, language, reference, record) VALUES (?1, ?2, ?3, ?4)",
+                        params![k[0], k[1], k[2], text],
+                    )?;
+                    Stored::Held
+                }
+            };
+            tx.commit()?;
+            Ok(stored)
+        })
+        .await
+    }
+
+    async fn promotions(&self, owner: &str, language: &str) -> StoreResult<Vec<(String, Value)>> {
+        let (owner, language) = (owner.to_owned(), language.to_owned());
+        let rows: Vec<(String, String)> = self
+            .call(false, move |c| {
+                let mut q = c.prepare_cached(
+                    "SELECT reference, record FROM pilotage_promotions WHERE owner = ?1 AND language = ?2 ORDER BY seq",
+                )?;
+                let rows = q.query_map(params![owner, language], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                rows.collect()
+            })
+            .await?;
+        rows.into_iter().map(|(r, t)| Ok((r, serde_json::from_str(&t).map_err(err)?))).collect()
+    }
+
+    async fn remember_catalog(
+        &self,
+        owner: &str,
+        language: &str,
+        snapshot: &Arc<CatalogSnapshot>,
+    ) -> StoreResult<()> {
+        let k = [owner.to_owned(), language.to_owned(), snapshot.version().to_owned()];
+        let entries = serde_json::to_string(snapshot.entries()).map_err(err)?;
+        self.call(true, move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            tx.execute(
+                "INSERT OR REPLACE INTO pilotage_catalogs (owner, language, version, entries, served_at_ms, seq)
+                 VALUES (?1, ?2, ?3, ?4, ?5, (SELECT COALESCE(MAX(seq), 0) + 1 FROM pilotage_catalogs
+                                              WHERE owner = ?1 AND language = ?2))",
+                params![k[0], k[1], k[2], entries, now_ms()],
+            )?;
+            tx.execute(
+                "DELETE FROM pilotage_catalogs WHERE owner = ?1 AND language = ?2 AND seq <=
+                   (SELECT MAX(seq) FROM pilotage_catalogs WHERE owner = ?1 AND language = ?2) - ?3",
+                params![k[0], k[1], HISTORY_DEPTH as i64],
+            )?;
+            tx.commit()
+        })
+        .await
+    }
+
+    async fn catalog_at(
+        &self,
+        owner: &str,
+        language: &str,
+        version: &str,
+    ) -> StoreResult<Option<Arc<CatalogSnapshot>>> {
+        let k = [owner.to_owned(), language.to_owned(), version.to_owned()];
+        let text: Option<String> = self
+            .call(false, move |c| {
+                c.query_row(
+                    "SELECT entries FROM pilotage_catalogs WHERE owner = ?1 AND language = ?2 AND version = ?3",
+                    params![k[0], k[1], k[2]],
+                    |r| r.get(0),
+                )
+                .optional()
+            })
+            .await?;
+        let Some(text) = text else { return Ok(None) };
+        let entries: Vec<CatalogEntry> = serde_json::from_str(&text).map_err(err)?;
+        Ok(Some(Arc::new(CatalogSnapshot::new(entries))))
+    }
+
+    async fn purge_expired(&self) -> StoreResult<u64> {
+        self.call(false, |c| purge(c).map(|n| n as u64)).await
     }
 }

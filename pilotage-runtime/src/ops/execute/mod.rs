@@ -13,14 +13,14 @@ use crate::model::digest;
 use crate::model::errors::{ErrorKind, RequestError};
 use crate::model::execution::ExecuteResponse;
 use crate::ops::{Args, Ctx, OpResult};
-use crate::state::idempotency::Claim;
+use crate::state::idempotency::{self, Claim};
 
 /// Refusals are not recorded under an idempotency key: nothing ran, so a retry may run.
 const REFUSALS: [&str; 3] = ["validation_error", "catalog_drift", "promotion_drift"];
 
 /// The execute tool.
 pub(crate) async fn execute(ctx: Ctx<'_>, args: &Args) -> OpResult<ExecuteResponse> {
-    let checked = well_formed::well_formed(ctx, args)?;
+    let checked = well_formed::well_formed(ctx, args).await?;
     // Keys protect against repeated effects; a test run has none, so it neither claims nor
     // replays a key.
     let key = match args.get("idempotency_key") {
@@ -38,43 +38,37 @@ pub(crate) async fn execute(ctx: Ctx<'_>, args: &Args) -> OpResult<ExecuteRespon
         "input": args.get("input"),
         "mode": checked.mode.as_str(),
     }));
-    // Under duration retention the window outlives the process: consult the durable record.
-    let durable = match (&ctx.lang.spec.retention, &ctx.stores.durable) {
-        (Some(Retention::Duration { length, .. }), Some(store)) => Some((store, *length)),
-        _ => None,
-    };
-    let durable_key = format!("{}\u{0}{key}", ctx.session.caller.id);
-    if let Some((store, _)) = durable {
-        if let Some((recorded, response)) = store.get_replay(&durable_key) {
-            return match serde_json::from_value::<ExecuteResponse>(response) {
-                Ok(r) if recorded == fingerprint => Ok(r),
-                Ok(_) => Err(conflict()),
-                Err(e) => Err(RequestError::internal(format!("unreadable idempotency record: {e}"))),
-            };
-        }
-    }
-    match ctx.stores.idempotency.claim(&ctx.session.caller.id, key, fingerprint.clone()).await {
-        Claim::Replay(response) => Ok(*response),
+    let limits = &ctx.lang.limits;
+    // The longest the first request may hold the key: its snapshot, validation and run, and
+    // a margin for the store; past it a crashed claimant's key is free again.
+    let lease = limits.tool_time + limits.validate_time + limits.execute_time + LEASE_MARGIN;
+    let (scope, owner) = (&ctx.session.scope, &*ctx.session.caller.id);
+    let claimed = idempotency::claim(scope, (owner, ctx.lang.spec.name, key), &fingerprint, lease).await;
+    match claimed.map_err(crate::ops::store_failed)? {
+        Claim::Replay(response) => serde_json::from_value(response)
+            .map_err(|e| RequestError::internal(format!("unreadable idempotency record: {e}"))),
         Claim::Conflict => Err(conflict()),
         Claim::Fresh(guard) => {
             let response = run::run_checked(ctx, args, checked).await?;
             if !REFUSALS.contains(&response.outcome.status()) {
+                // Under duration retention the window is the retention: a replay outlives the
+                // process exactly as long as the Run it replays.
                 let window = match &ctx.lang.spec.retention {
                     Some(Retention::Duration { length, .. }) => *length,
-                    _ => ctx.lang.limits.idempotency_window,
+                    _ => limits.idempotency_window,
                 };
-                if let Some((store, length)) = durable {
-                    let value = serde_json::to_value(&response).unwrap_or(Value::Null);
-                    if let Err(e) = store.put_replay(&durable_key, &fingerprint, &value, length) {
-                        tracing::error!(error = %e, "could not persist the idempotency record");
-                    }
+                let value = serde_json::to_value(&response).unwrap_or(Value::Null);
+                if let Err(e) = guard.record(&value, window).await {
+                    tracing::error!(error = %e, "could not record the idempotency key");
                 }
-                guard.record(&response, window);
             }
             Ok(response)
         }
     }
 }
+
+/// Time a key's lease allows beyond the request's own bounds.
+const LEASE_MARGIN: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The text summary of an execute response.
 pub(crate) fn summary(v: &ExecuteResponse) -> String {

@@ -17,7 +17,7 @@ use crate::model::trace::{render_steps, Trace, TraceStep};
 use crate::ops::call::{CallEnd, EngineCall};
 use crate::ops::validate::{check_context, run_validation};
 use crate::ops::{str_arg, Args, Ctx, OpResult};
-use crate::state::runs::{RunRecord, RunStore};
+use crate::state::runs::RunRecord;
 
 /// Run a well-formed request: a refusal (not started) or a started Run's response.
 pub(crate) async fn run_checked(
@@ -41,7 +41,12 @@ pub(crate) async fn run_checked(
         program,
         input: args.get("input").map(|v| Arc::new(v.clone())),
         context: args.get("context").map(|v| Arc::new(v.clone())),
-        promoted: Arc::new(ctx.session.promoted_bodies(ctx.index, snapshot.as_deref())),
+        promoted: Arc::new(
+            ctx.session
+                .promoted_bodies(ctx.index, snapshot.as_deref())
+                .await
+                .map_err(crate::ops::store_failed)?,
+        ),
         catalog: snapshot,
         caller: ctx.session.caller.clone(),
         mode: checked.mode,
@@ -74,7 +79,8 @@ pub(crate) async fn run_checked(
             steps: render_steps(&steps, checked.ceiling),
             stats: None,
         },
-    );
+    )
+    .await;
     let trace = checked.effective_level.map(|level| inline_trace(&run_id, &steps, level));
     Ok(ExecuteResponse { run_id, outcome, output, diagnostics: None, trace })
 }
@@ -225,7 +231,7 @@ fn classify(
 }
 
 /// Keep the record where the Language's retention says (or where `store` asks).
-fn retain(ctx: Ctx<'_>, checked: &WellFormed<'_>, record: RunRecord) {
+async fn retain(ctx: Ctx<'_>, checked: &WellFormed<'_>, record: RunRecord) {
     let retention = &checked.retention;
     let keep = match checked.store_flag {
         Some(flag) => flag,
@@ -236,10 +242,9 @@ fn retain(ctx: Ctx<'_>, checked: &WellFormed<'_>, record: RunRecord) {
     }
     let run_id = record.run_id.clone();
     let stored = match retention {
-        Retention::Duration { length, .. } => match &ctx.stores.durable {
-            Some(store) => store.put(record, *length),
-            None => Err("no durable run store is configured".to_owned()),
-        },
+        Retention::Duration { length, .. } => {
+            ctx.stores.state.put_run(&record, *length).await.map_err(|e| e.to_string())
+        }
         _ => match ctx.session.runs.get(ctx.index) {
             Some(runs) => runs.put(record, std::time::Duration::MAX),
             None => Err("no session run store".to_owned()),

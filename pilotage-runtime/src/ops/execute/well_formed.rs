@@ -31,9 +31,9 @@ pub(crate) struct WellFormed<'a> {
 }
 
 /// Check every member of an execute request against the Language's declaration.
-pub(crate) fn well_formed<'a>(ctx: Ctx<'_>, args: &'a Args) -> OpResult<WellFormed<'a>> {
+pub(crate) async fn well_formed<'a>(ctx: Ctx<'_>, args: &'a Args) -> OpResult<WellFormed<'a>> {
     let spec = ctx.lang.spec;
-    let runnable = runnable(ctx, args)?;
+    let runnable = runnable(ctx, args).await?;
     let ceiling = spec.trace.unwrap_or(TraceLevel::Summary);
     let effective_level = requested_level(args)?.map(|r| r.min(ceiling));
     test_run_declared(ctx, args)?;
@@ -48,7 +48,7 @@ pub(crate) fn well_formed<'a>(ctx: Ctx<'_>, args: &'a Args) -> OpResult<WellForm
 
 /// Exactly one of the inline program and `program_ref`; a reference must name one of the
 /// caller's promoted programs.
-fn runnable<'a>(ctx: Ctx<'_>, args: &'a Args) -> OpResult<Runnable<'a>> {
+async fn runnable<'a>(ctx: Ctx<'_>, args: &'a Args) -> OpResult<Runnable<'a>> {
     let spec = ctx.lang.spec;
     match (args.get(spec.program_argument), args.get("program_ref")) {
         (Some(_), Some(_)) => Err(RequestError::invalid(format!(
@@ -66,8 +66,11 @@ fn runnable<'a>(ctx: Ctx<'_>, args: &'a Args) -> OpResult<Runnable<'a>> {
                     "`program_ref` is a string: a reference from the promote tool",
                 ));
             };
-            match ctx.session.promoted(ctx.index, reference) {
-                Some(p) if spec.sets.promoted.is_some() => Ok(Runnable::Promoted(p)),
+            if spec.sets.promoted.is_none() {
+                return Err(RequestError::not_found(format!("unknown program_ref '{reference}'")));
+            }
+            match ctx.session.promoted(ctx.index, reference).await.map_err(crate::ops::store_failed)? {
+                Some(p) => Ok(Runnable::Promoted(p)),
                 _ => Err(RequestError::not_found(format!("unknown program_ref '{reference}'"))),
             }
         }

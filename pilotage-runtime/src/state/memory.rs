@@ -1,0 +1,231 @@
+//! [`MemoryState`]: the [`SharedState`] of one process, in memory. It is what a deployment
+//! keeps when no store is configured, and the private scope of a caller whose identity lives
+//! only as long as its MCP session. Bounded: run records by count and bytes, keys by count.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::runs::{MemoryRunStore, RunRecord};
+use super::shared::{Claimed, KeyRef, SharedState, StoreResult, Stored, HISTORY_DEPTH};
+use crate::engine::catalog::CatalogSnapshot;
+
+/// Most idempotency keys one [`MemoryState`] holds; past it the oldest recorded key is
+/// forgotten first (a later duplicate of it would run again, which only this bound allows).
+pub const MAX_MEMORY_KEYS: usize = 65_536;
+
+enum Slot {
+    Pending { fingerprint: String, token: String, until: Instant },
+    Done { fingerprint: String, response: Arc<Value>, until: Instant },
+}
+
+impl Slot {
+    fn until(&self) -> Instant {
+        match self {
+            Slot::Pending { until, .. } | Slot::Done { until, .. } => *until,
+        }
+    }
+}
+
+type Scope = (String, String);
+
+/// One owner's promotions of one Language, in the order they were made.
+type Promotions = BTreeMap<u64, (String, Value)>;
+
+/// Everything [`SharedState`] keeps, in this process's memory (not durable).
+pub struct MemoryState {
+    runs: MemoryRunStore,
+    keys: Mutex<HashMap<(String, String, String), Slot>>,
+    promotions: Mutex<HashMap<Scope, Promotions>>,
+    catalogs: Mutex<HashMap<Scope, VecDeque<Arc<CatalogSnapshot>>>>,
+}
+
+impl MemoryState {
+    /// A store keeping at most `max_runs` run records and `max_bytes` bytes of them.
+    pub fn bounded(max_runs: usize, max_bytes: usize) -> Self {
+        MemoryState {
+            runs: MemoryRunStore::bounded(max_runs, max_bytes),
+            keys: Mutex::default(),
+            promotions: Mutex::default(),
+            catalogs: Mutex::default(),
+        }
+    }
+
+    /// How many idempotency keys are held (pending or recorded).
+    pub fn keys_held(&self) -> usize {
+        lock(&self.keys).len()
+    }
+}
+
+impl Default for MemoryState {
+    /// The run bounds of [`Limits`](crate::engine::Limits)'s defaults.
+    fn default() -> Self {
+        let limits = crate::engine::Limits::default();
+        Self::bounded(limits.max_retained_runs, limits.max_retained_bytes)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn later(d: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(d).unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400))
+}
+
+fn scope(owner: &str, language: &str) -> Scope {
+    (owner.to_owned(), language.to_owned())
+}
+
+/// Make room for one more key: forget expired ones, then the oldest recorded ones.
+fn make_room(slots: &mut HashMap<(String, String, String), Slot>) {
+    if slots.len() < MAX_MEMORY_KEYS {
+        return;
+    }
+    let now = Instant::now();
+    slots.retain(|_, s| s.until() > now);
+    while slots.len() >= MAX_MEMORY_KEYS {
+        let oldest = slots
+            .iter()
+            .filter(|(_, s)| matches!(s, Slot::Done { .. }))
+            .min_by_key(|(_, s)| s.until())
+            .map(|(k, _)| k.clone());
+        match oldest {
+            Some(k) => slots.remove(&k),
+            None => break,
+        };
+    }
+}
+
+#[async_trait::async_trait]
+impl SharedState for MemoryState {
+    fn durable(&self) -> bool {
+        false
+    }
+
+    async fn put_run(&self, record: &RunRecord, keep_for: Duration) -> StoreResult<()> {
+        self.runs.put(record.clone(), keep_for).map_err(super::shared::StoreError)
+    }
+
+    async fn get_run(&self, owner: &str, run_id: &str) -> StoreResult<Option<RunRecord>> {
+        Ok(self.runs.get(run_id).filter(|r| r.owner == owner))
+    }
+
+    async fn claim_key(&self, key: KeyRef<'_>, fingerprint: &str, lease: Duration) -> StoreResult<Claimed> {
+        let k = (key.owner.to_owned(), key.language.to_owned(), key.key.to_owned());
+        let mut slots = lock(&self.keys);
+        let now = Instant::now();
+        match slots.get(&k) {
+            Some(s) if s.until() > now => {
+                return Ok(match s {
+                    Slot::Pending { fingerprint: f, .. } if f == fingerprint => Claimed::Pending,
+                    Slot::Done { fingerprint: f, response, .. } if f == fingerprint => {
+                        Claimed::Replay((**response).clone())
+                    }
+                    _ => Claimed::Conflict,
+                })
+            }
+            _ => {}
+        }
+        make_room(&mut slots);
+        let token = uuid::Uuid::new_v4().simple().to_string();
+        let slot =
+            Slot::Pending { fingerprint: fingerprint.to_owned(), token: token.clone(), until: later(lease) };
+        slots.insert(k, slot);
+        Ok(Claimed::Fresh(token))
+    }
+
+    async fn record_key(
+        &self,
+        key: KeyRef<'_>,
+        token: &str,
+        response: &Value,
+        keep_for: Duration,
+    ) -> StoreResult<()> {
+        let k = (key.owner.to_owned(), key.language.to_owned(), key.key.to_owned());
+        let mut slots = lock(&self.keys);
+        if let Some(Slot::Pending { fingerprint, token: t, .. }) = slots.get(&k) {
+            if t == token {
+                let slot = Slot::Done {
+                    fingerprint: fingerprint.clone(),
+                    response: Arc::new(response.clone()),
+                    until: later(keep_for),
+                };
+                slots.insert(k, slot);
+            }
+        }
+        Ok(())
+    }
+
+    async fn release_key(&self, key: KeyRef<'_>, token: &str) -> StoreResult<()> {
+        let k = (key.owner.to_owned(), key.language.to_owned(), key.key.to_owned());
+        let mut slots = lock(&self.keys);
+        if matches!(slots.get(&k), Some(Slot::Pending { token: t, .. }) if t == token) {
+            slots.remove(&k);
+        }
+        Ok(())
+    }
+
+    async fn put_promotion(
+        &self,
+        owner: &str,
+        language: &str,
+        reference: &str,
+        record: &Value,
+        max: usize,
+    ) -> StoreResult<Stored> {
+        let mut all = lock(&self.promotions);
+        let held = all.entry(scope(owner, language)).or_default();
+        if held.values().any(|(r, _)| r == reference) {
+            return Ok(Stored::Held);
+        }
+        if held.len() >= max {
+            return Ok(Stored::Full);
+        }
+        let next = held.keys().next_back().map_or(0, |n| n + 1);
+        held.insert(next, (reference.to_owned(), record.clone()));
+        Ok(Stored::Held)
+    }
+
+    async fn promotions(&self, owner: &str, language: &str) -> StoreResult<Vec<(String, Value)>> {
+        let all = lock(&self.promotions);
+        Ok(all.get(&scope(owner, language)).map(|h| h.values().cloned().collect()).unwrap_or_default())
+    }
+
+    async fn remember_catalog(
+        &self,
+        owner: &str,
+        language: &str,
+        snapshot: &Arc<CatalogSnapshot>,
+    ) -> StoreResult<()> {
+        let mut all = lock(&self.catalogs);
+        let recent = all.entry(scope(owner, language)).or_default();
+        recent.retain(|s| s.version() != snapshot.version());
+        recent.push_back(snapshot.clone());
+        while recent.len() > HISTORY_DEPTH {
+            recent.pop_front();
+        }
+        Ok(())
+    }
+
+    async fn catalog_at(
+        &self,
+        owner: &str,
+        language: &str,
+        version: &str,
+    ) -> StoreResult<Option<Arc<CatalogSnapshot>>> {
+        let all = lock(&self.catalogs);
+        Ok(all.get(&scope(owner, language)).and_then(|r| r.iter().find(|s| s.version() == version).cloned()))
+    }
+
+    async fn purge_expired(&self) -> StoreResult<u64> {
+        let mut slots = lock(&self.keys);
+        let before = slots.len();
+        let now = Instant::now();
+        slots.retain(|_, s| s.until() > now);
+        Ok((before - slots.len()) as u64)
+    }
+}

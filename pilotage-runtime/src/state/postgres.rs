@@ -1,0 +1,412 @@
+//! [`PostgresState`] (cargo feature `postgres`): the [`SharedState`] of several replicas in one
+//! PostgreSQL database, so a run executed on one replica is fetched on another, an idempotent
+//! retry routed elsewhere replays, and a promotion made on one runs on all. Claims are atomic
+//! in the database (one `INSERT … ON CONFLICT … WHERE` per claim) and leases are timed by the
+//! database's clock, so replicas need no clock agreement. Migrations are versioned and applied
+//! at [`PostgresState::connect`] under an advisory lock, so replicas starting together apply
+//! each once. JSON is kept as text, so a replayed response is byte-identical to the first.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use serde_json::Value;
+use tokio_postgres::NoTls;
+
+use super::runs::RunRecord;
+use super::shared::{Claimed, KeyRef, SharedState, StoreError, StoreResult, Stored, HISTORY_DEPTH};
+use crate::engine::catalog::CatalogSnapshot;
+use crate::model::catalog::CatalogEntry;
+
+/// How a [`PostgresState`] connects, and the bounds it keeps.
+#[derive(Debug, Clone)]
+pub struct PostgresOptions {
+    /// Most connections this process opens; default 16.
+    pub max_connections: usize,
+    /// Longest wait for a free connection or a new one; default 5 s.
+    pub wait: Duration,
+    /// Longest one statement may run (PostgreSQL's `statement_timeout`); default 5 s.
+    pub statement_timeout: Duration,
+}
+
+impl Default for PostgresOptions {
+    fn default() -> Self {
+        PostgresOptions {
+            max_connections: 16,
+            wait: Duration::from_secs(5),
+            statement_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Everything [`SharedState`] keeps, in PostgreSQL tables prefixed `pilotage_`.
+#[derive(Clone)]
+pub struct PostgresState {
+    pool: Pool,
+    writes: Arc<AtomicUsize>,
+}
+
+/// Writes between two purges of expired rows (by whichever replica counts to it).
+pub const PURGE_EVERY: usize = 256;
+
+/// The lock that serialises migrations between replicas starting together.
+const MIGRATION_LOCK: i64 = 0x7069_6c6f_7461_6765; // "pilotage"
+
+/// The schema, one step per version.
+const MIGRATIONS: [&str; 1] = ["
+    CREATE TABLE pilotage_runs (
+        run_id TEXT PRIMARY KEY, owner TEXT NOT NULL, record TEXT NOT NULL,
+        expires_at TIMESTAMPTZ NOT NULL);
+    CREATE TABLE pilotage_keys (
+        owner TEXT NOT NULL, language TEXT NOT NULL, key TEXT NOT NULL,
+        fingerprint TEXT NOT NULL, token TEXT NOT NULL, response TEXT,
+        expires_at TIMESTAMPTZ NOT NULL, PRIMARY KEY (owner, language, key));
+    CREATE TABLE pilotage_promotions (
+        seq BIGSERIAL PRIMARY KEY, owner TEXT NOT NULL, language TEXT NOT NULL,
+        reference TEXT NOT NULL, record TEXT NOT NULL, UNIQUE (owner, language, reference));
+    CREATE TABLE pilotage_catalogs (
+        owner TEXT NOT NULL, language TEXT NOT NULL, version TEXT NOT NULL,
+        entries TEXT NOT NULL, served_at TIMESTAMPTZ NOT NULL, seq BIGINT NOT NULL,
+        PRIMARY KEY (owner, language, version));
+    CREATE INDEX pilotage_runs_expiry ON pilotage_runs (expires_at);
+    CREATE INDEX pilotage_keys_expiry ON pilotage_keys (expires_at);
+"];
+
+fn err(e: impl std::error::Error) -> StoreError {
+    // tokio-postgres says only "db error" in its Display; the cause carries the message.
+    match e.source() {
+        Some(cause) => StoreError(format!("{e}: {cause}")),
+        None => StoreError::from_display(e),
+    }
+}
+
+/// A duration as whole milliseconds, at most a century (what an `interval` comfortably holds).
+fn ms(d: Duration) -> i64 {
+    const CENTURY_MS: i64 = 100 * 365 * 86_400_000;
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX).min(CENTURY_MS)
+}
+
+const LATER: &str = "clock_timestamp() + $1::BIGINT * INTERVAL '1 millisecond'";
+
+impl PostgresState {
+    /// Connect to `url` (`postgres://user@host:port/db`) with default options and apply the
+    /// migrations this database has not seen.
+    pub async fn connect(url: &str) -> StoreResult<Self> {
+        Self::connect_with(url, PostgresOptions::default()).await
+    }
+
+    /// [`PostgresState::connect`] with explicit bounds.
+    pub async fn connect_with(url: &str, options: PostgresOptions) -> StoreResult<Self> {
+        let mut config: tokio_postgres::Config = url.parse().map_err(err)?;
+        config.connect_timeout(options.wait);
+        config.options(format!("-c statement_timeout={}", options.statement_timeout.as_millis()));
+        let manager =
+            Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let pool = Pool::builder(manager)
+            .max_size(options.max_connections.max(1))
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(options.wait))
+            .create_timeout(Some(options.wait))
+            .recycle_timeout(Some(options.wait))
+            .build()
+            .map_err(err)?;
+        let state = PostgresState { pool, writes: Arc::default() };
+        state.migrate().await?;
+        Ok(state)
+    }
+
+    async fn client(&self) -> StoreResult<deadpool_postgres::Object> {
+        self.pool.get().await.map_err(err)
+    }
+
+    /// The schema version of the database (the number of migrations applied).
+    pub async fn schema_version(&self) -> StoreResult<i64> {
+        let row =
+            self.client().await?.query_one("SELECT version FROM pilotage_schema", &[]).await.map_err(err)?;
+        Ok(row.get(0))
+    }
+
+    async fn migrate(&self) -> StoreResult<()> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(err)?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK]).await.map_err(err)?;
+        tx.batch_execute("CREATE TABLE IF NOT EXISTS pilotage_schema (version BIGINT NOT NULL)")
+            .await
+            .map_err(err)?;
+        let done: i64 = tx
+            .query_opt("SELECT version FROM pilotage_schema", &[])
+            .await
+            .map_err(err)?
+            .map_or(0, |r| r.get(0));
+        for (i, step) in MIGRATIONS.iter().enumerate().skip(usize::try_from(done).unwrap_or(0)) {
+            tx.batch_execute(step).await.map_err(err)?;
+            tx.execute("DELETE FROM pilotage_schema", &[]).await.map_err(err)?;
+            tx.execute("INSERT INTO pilotage_schema (version) VALUES ($1)", &[&(i as i64 + 1)])
+                .await
+                .map_err(err)?;
+        }
+        tx.commit().await.map_err(err)
+    }
+
+    /// Count a write; every [`PURGE_EVERY`] writes, purge.
+    async fn count_write(&self) {
+        if self.writes.fetch_add(1, Ordering::Relaxed) % PURGE_EVERY == PURGE_EVERY - 1 {
+            if let Err(e) = self.purge_expired().await {
+                tracing::warn!(error = %e, "could not purge expired rows");
+            }
+        }
+    }
+
+    /// Claim once; `None` when the row expired between the two statements (claim again).
+    async fn claim_once(
+        &self,
+        k: KeyRef<'_>,
+        fingerprint: &str,
+        lease: Duration,
+    ) -> StoreResult<Option<Claimed>> {
+        let client = self.client().await?;
+        let token = uuid::Uuid::new_v4().simple().to_string();
+        let taken = client
+            .query_opt(
+                &format!(
+                    "INSERT INTO pilotage_keys AS k (owner, language, key, fingerprint, token, response, expires_at)
+                     VALUES ($2, $3, $4, $5, $6, NULL, {LATER})
+                     ON CONFLICT (owner, language, key) DO UPDATE
+                       SET fingerprint = EXCLUDED.fingerprint, token = EXCLUDED.token, response = NULL,
+                           expires_at = EXCLUDED.expires_at
+                       WHERE k.expires_at <= clock_timestamp()
+                     RETURNING token"
+                ),
+                &[&ms(lease), &k.owner, &k.language, &k.key, &fingerprint, &token],
+            )
+            .await
+            .map_err(err)?;
+        if taken.is_some() {
+            return Ok(Some(Claimed::Fresh(token)));
+        }
+        let held = client
+            .query_opt(
+                "SELECT fingerprint, response FROM pilotage_keys
+                 WHERE owner = $1 AND language = $2 AND key = $3 AND expires_at > clock_timestamp()",
+                &[&k.owner, &k.language, &k.key],
+            )
+            .await
+            .map_err(err)?;
+        Ok(held.map(|row| {
+            let (f, response): (String, Option<String>) = (row.get(0), row.get(1));
+            match response {
+                _ if f != fingerprint => Claimed::Conflict,
+                None => Claimed::Pending,
+                Some(text) => Claimed::Replay(serde_json::from_str(&text).unwrap_or(Value::Null)),
+            }
+        }))
+    }
+}
+
+#[async_trait::async_trait]
+impl SharedState for PostgresState {
+    fn durable(&self) -> bool {
+        true
+    }
+
+    async fn put_run(&self, record: &RunRecord, keep_for: Duration) -> StoreResult<()> {
+        self.count_write().await;
+        let text = serde_json::to_string(record).map_err(err)?;
+        self.client()
+            .await?
+            .execute(
+                &format!(
+                    "INSERT INTO pilotage_runs (run_id, owner, record, expires_at) VALUES ($2, $3, $4, {LATER})
+                     ON CONFLICT (run_id) DO UPDATE SET owner = EXCLUDED.owner, record = EXCLUDED.record,
+                       expires_at = EXCLUDED.expires_at"
+                ),
+                &[&ms(keep_for), &record.run_id, &record.owner, &text],
+            )
+            .await
+            .map(drop)
+            .map_err(err)
+    }
+
+    async fn get_run(&self, owner: &str, run_id: &str) -> StoreResult<Option<RunRecord>> {
+        let row = self
+            .client()
+            .await?
+            .query_opt(
+                "SELECT record FROM pilotage_runs WHERE run_id = $1 AND owner = $2 AND expires_at > clock_timestamp()",
+                &[&run_id, &owner],
+            )
+            .await
+            .map_err(err)?;
+        row.map(|r| serde_json::from_str(r.get::<_, &str>(0)).map_err(err)).transpose()
+    }
+
+    async fn claim_key(&self, key: KeyRef<'_>, fingerprint: &str, lease: Duration) -> StoreResult<Claimed> {
+        self.count_write().await;
+        for _ in 0..8 {
+            if let Some(claimed) = self.claim_once(key, fingerprint, lease).await? {
+                return Ok(claimed);
+            }
+        }
+        Ok(Claimed::Pending)
+    }
+
+    async fn record_key(
+        &self,
+        key: KeyRef<'_>,
+        token: &str,
+        response: &Value,
+        keep_for: Duration,
+    ) -> StoreResult<()> {
+        self.client()
+            .await?
+            .execute(
+                &format!(
+                    "UPDATE pilotage_keys SET response = $6, expires_at = {LATER}
+                     WHERE owner = $2 AND language = $3 AND key = $4 AND token = $5 AND response IS NULL"
+                ),
+                &[&ms(keep_for), &key.owner, &key.language, &key.key, &token, &response.to_string()],
+            )
+            .await
+            .map(drop)
+            .map_err(err)
+    }
+
+    async fn release_key(&self, key: KeyRef<'_>, token: &str) -> StoreResult<()> {
+        self.client()
+            .await?
+            .execute(
+                "DELETE FROM pilotage_keys
+                 WHERE owner = $1 AND language = $2 AND key = $3 AND token = $4 AND response IS NULL",
+                &[&key.owner, &key.language, &key.key, &token],
+            )
+            .await
+            .map(drop)
+            .map_err(err)
+    }
+
+    async fn put_promotion(
+        &self,
+        owner: &str,
+        language: &str,
+        reference: &str,
+        record: &Value,
+        max: usize,
+    ) -> StoreResult<Stored> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(err)?;
+        // One promoter at a time per owner and Language, so the cap holds across replicas.
+        tx.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(1) || $2, 0))",
+            &[&owner, &language],
+        )
+        .await
+        .map_err(err)?;
+        let row = tx
+            .query_one(
+                "SELECT COUNT(*) FILTER (WHERE reference = $3), COUNT(*) FROM pilotage_promotions
+                 WHERE owner = $1 AND language = $2",
+                &[&owner, &language, &reference],
+            )
+            .await
+            .map_err(err)?;
+        let (held, count): (i64, i64) = (row.get(0), row.get(1));
+        let stored = match (held > 0, count >= i64::try_from(max).unwrap_or(i64::MAX)) {
+            (true, _) => Stored::Held,
+            (false, true) => Stored::Full,
+            (false, false) => {
+                tx.execute(
+                    "INSERT INTO pilotage_promotions (owner, language, reference, record) VALUES ($1, $2, $3, $4)",
+                    &[&owner, &language, &reference, &record.to_string()],
+                )
+                .await
+                .map_err(err)?;
+                Stored::Held
+            }
+        };
+        tx.commit().await.map_err(err)?;
+        Ok(stored)
+    }
+
+    async fn promotions(&self, owner: &str, language: &str) -> StoreResult<Vec<(String, Value)>> {
+        let rows = self
+            .client()
+            .await?
+            .query(
+                "SELECT reference, record FROM pilotage_promotions WHERE owner = $1 AND language = $2 ORDER BY seq",
+                &[&owner, &language],
+            )
+            .await
+            .map_err(err)?;
+        rows.iter()
+            .map(|r| Ok((r.get::<_, String>(0), serde_json::from_str(r.get::<_, &str>(1)).map_err(err)?)))
+            .collect()
+    }
+
+    async fn remember_catalog(
+        &self,
+        owner: &str,
+        language: &str,
+        snapshot: &Arc<CatalogSnapshot>,
+    ) -> StoreResult<()> {
+        let entries = serde_json::to_string(snapshot.entries()).map_err(err)?;
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(err)?;
+        tx.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(2) || $2, 0))",
+            &[&owner, &language],
+        )
+        .await
+        .map_err(err)?;
+        tx.execute(
+            "INSERT INTO pilotage_catalogs (owner, language, version, entries, served_at, seq)
+             VALUES ($1, $2, $3, $4, clock_timestamp(),
+                     (SELECT COALESCE(MAX(seq), 0) + 1 FROM pilotage_catalogs WHERE owner = $1 AND language = $2))
+             ON CONFLICT (owner, language, version) DO UPDATE SET served_at = EXCLUDED.served_at, seq = EXCLUDED.seq",
+            &[&owner, &language, &snapshot.version(), &entries],
+        )
+        .await
+        .map_err(err)?;
+        tx.execute(
+            "DELETE FROM pilotage_catalogs WHERE owner = $1 AND language = $2 AND seq <=
+               (SELECT MAX(seq) FROM pilotage_catalogs WHERE owner = $1 AND language = $2) - $3",
+            &[&owner, &language, &(HISTORY_DEPTH as i64)],
+        )
+        .await
+        .map_err(err)?;
+        tx.commit().await.map_err(err)
+    }
+
+    async fn catalog_at(
+        &self,
+        owner: &str,
+        language: &str,
+        version: &str,
+    ) -> StoreResult<Option<Arc<CatalogSnapshot>>> {
+        let row = self
+            .client()
+            .await?
+            .query_opt(
+                "SELECT entries FROM pilotage_catalogs WHERE owner = $1 AND language = $2 AND version = $3",
+                &[&owner, &language, &version],
+            )
+            .await
+            .map_err(err)?;
+        let Some(row) = row else { return Ok(None) };
+        let entries: Vec<CatalogEntry> = serde_json::from_str(row.get::<_, &str>(0)).map_err(err)?;
+        Ok(Some(Arc::new(CatalogSnapshot::new(entries))))
+    }
+
+    async fn purge_expired(&self) -> StoreResult<u64> {
+        let client = self.client().await?;
+        let mut gone = 0;
+        for sql in [
+            "DELETE FROM pilotage_runs WHERE expires_at <= clock_timestamp()",
+            "DELETE FROM pilotage_keys WHERE expires_at <= clock_timestamp()",
+            "DELETE FROM pilotage_catalogs WHERE served_at <= clock_timestamp() - INTERVAL '1 day'",
+        ] {
+            gone += client.execute(sql, &[]).await.map_err(err)?;
+        }
+        Ok(gone)
+    }
+}

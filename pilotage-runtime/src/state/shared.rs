@@ -1,0 +1,155 @@
+//! [`SharedState`]: everything the runtime keeps between requests, behind one trait, so one
+//! process can keep it in memory ([`MemoryState`](super::MemoryState)), on disk
+//! ([`SqliteState`](super::SqliteState), the default durable store) or several replicas can share
+//! it in PostgreSQL (`PostgresState`, cargo feature `postgres`).
+//!
+//! What it holds, each scoped by its owner (the caller id; Part II §10.3):
+//! - **run records** of Languages with ISO 8601 duration retention, each kept for its retention;
+//! - **idempotency claims**: a key is claimed atomically before anything executes, so
+//!   concurrent duplicates (on any replica) run once; the first Run's response is recorded for
+//!   the key's window; a claimant that never settles (a crashed replica) loses its claim when
+//!   its lease passes;
+//! - **promoted programs**, immutable, per owner and Language, at most a given number;
+//! - **catalog snapshots** served to an owner (the most recent [`HISTORY_DEPTH`]
+//!   per owner and Language), so `changed_since` can diff against one served by any replica.
+//!
+//! Every backend passes the behavioural suite in `pilotage::testkit::state_suite`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::runs::RunRecord;
+use crate::engine::catalog::CatalogSnapshot;
+
+/// How many served snapshots a store keeps per owner and Language for `changed_since`.
+pub const HISTORY_DEPTH: usize = 32;
+
+/// A store that failed (connection lost, disk full, unreadable row). Operations report it as
+/// an internal request error; nothing is half-done on the caller's behalf.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreError(pub String);
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "state store: {}", self.0)
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+impl StoreError {
+    /// A store error from any displayable cause.
+    pub fn from_display(e: impl std::fmt::Display) -> Self {
+        StoreError(e.to_string())
+    }
+}
+
+/// A store operation's value or its failure.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// One idempotency key: the owner who used it, the Language and the key itself.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyRef<'a> {
+    /// The caller id.
+    pub owner: &'a str,
+    /// The Language.
+    pub language: &'a str,
+    /// The client's `idempotency_key`.
+    pub key: &'a str,
+}
+
+/// What claiming a key found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Claimed {
+    /// The key is now claimed under this token: execute, then record or release it.
+    Fresh(String),
+    /// Another request holds a live claim with the same fingerprint: wait and claim again.
+    Pending,
+    /// The response recorded by the first Run under this key and fingerprint.
+    Replay(Value),
+    /// The key is held (pending or recorded) with another fingerprint.
+    Conflict,
+}
+
+/// Whether a promotion is held after [`SharedState::put_promotion`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stored {
+    /// Added now, or already there (a reference names one immutable body).
+    Held,
+    /// The owner already has the most promotions allowed for the Language.
+    Full,
+}
+
+/// Everything the runtime keeps between requests. Implementations are shared by every request
+/// (and, for a database, by every replica), so each method is atomic on its own.
+#[async_trait::async_trait]
+pub trait SharedState: Send + Sync + 'static {
+    /// Whether what it keeps survives a restart (required by ISO 8601 duration retention).
+    fn durable(&self) -> bool;
+
+    /// Store a run record, retrievable by its owner for at least `keep_for`. It is durable
+    /// (for a durable store) when this returns.
+    async fn put_run(&self, record: &RunRecord, keep_for: Duration) -> StoreResult<()>;
+
+    /// The record `run_id` if `owner` ran it and it is within retention; a foreign, expired
+    /// or unknown run is `None`, indistinguishably.
+    async fn get_run(&self, owner: &str, run_id: &str) -> StoreResult<Option<RunRecord>>;
+
+    /// Claim `key` for a request whose runnable, input and mode hash to `fingerprint`; a
+    /// fresh claim lives for `lease` unless recorded or released first.
+    async fn claim_key(&self, key: KeyRef<'_>, fingerprint: &str, lease: Duration) -> StoreResult<Claimed>;
+
+    /// Record the first Run's `response` under a claim of `token`, replayed for `keep_for`.
+    /// A claim that was lost (its lease passed and another request took it) is left alone.
+    async fn record_key(
+        &self,
+        key: KeyRef<'_>,
+        token: &str,
+        response: &Value,
+        keep_for: Duration,
+    ) -> StoreResult<()>;
+
+    /// Release a claim of `token` that recorded nothing (the request was refused or failed),
+    /// so a retry may run.
+    async fn release_key(&self, key: KeyRef<'_>, token: &str) -> StoreResult<()>;
+
+    /// Keep the promoted program `record` as `reference` for `owner`, unless the owner already
+    /// holds `max` promotions of the Language.
+    async fn put_promotion(
+        &self,
+        owner: &str,
+        language: &str,
+        reference: &str,
+        record: &Value,
+        max: usize,
+    ) -> StoreResult<Stored>;
+
+    /// Every promotion of `owner` in the Language, as `(reference, record)`, oldest first.
+    async fn promotions(&self, owner: &str, language: &str) -> StoreResult<Vec<(String, Value)>>;
+
+    /// Remember that `snapshot` was served to `owner` (its most recent [`HISTORY_DEPTH`] are
+    /// kept per Language).
+    async fn remember_catalog(
+        &self,
+        owner: &str,
+        language: &str,
+        snapshot: &Arc<CatalogSnapshot>,
+    ) -> StoreResult<()>;
+
+    /// The snapshot with token `version` served to `owner`, if still remembered.
+    async fn catalog_at(
+        &self,
+        owner: &str,
+        language: &str,
+        version: &str,
+    ) -> StoreResult<Option<Arc<CatalogSnapshot>>>;
+
+    /// Delete what has expired (runs past retention, keys past their window, leases long
+    /// gone); returns how many rows or items went. Backends also do it on their own now and
+    /// then, so calling it is never required.
+    async fn purge_expired(&self) -> StoreResult<u64> {
+        Ok(0)
+    }
+}
