@@ -68,13 +68,14 @@ impl Session {
     }
 }
 
-/// The worlds of principals without an MCP session (stateless 2026-07-28 requests), one per
-/// principal, bounded: at most `max` principals, each forgotten after `idle` without a request;
-/// past the cap the least recently used one is forgotten first.
+/// The worlds of callers without an MCP session (stateless 2026-07-28 requests), one per
+/// caller id, bounded: at most `max` callers, each forgotten after `idle` without a request;
+/// past the cap the least recently used one is forgotten first. A world keeps the caller (and
+/// claims) of the request that made it.
 pub(crate) struct StatelessSessions {
     max: usize,
     idle: Duration,
-    by_principal: Mutex<HashMap<String, (Arc<Session>, Instant)>>,
+    by_principal: Mutex<HashMap<Arc<str>, (Arc<Session>, Instant)>>,
 }
 
 impl StatelessSessions {
@@ -83,16 +84,16 @@ impl StatelessSessions {
         StatelessSessions { max: max.max(1), idle, by_principal: Mutex::default() }
     }
 
-    /// The session of `principal`, made with `engines` on first use.
+    /// The session of `caller` (by id), made with `engines` on first use.
     pub fn get_or_create(
         &self,
-        principal: String,
+        caller: Caller,
         engines: impl FnOnce() -> Vec<Arc<dyn Engine>>,
         limits: &[Limits],
     ) -> Arc<Session> {
         let mut map = self.by_principal.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
-        if let Some((session, used)) = map.get_mut(&principal) {
+        if let Some((session, used)) = map.get_mut(&caller.id) {
             *used = now;
             return session.clone();
         }
@@ -105,8 +106,9 @@ impl StatelessSessions {
             };
             map.remove(&oldest);
         }
-        let session = Arc::new(Session::new(Caller::new(principal.clone()), engines(), true, limits));
-        map.insert(principal, (session.clone(), now));
+        let id = caller.id.clone();
+        let session = Arc::new(Session::new(caller, engines(), true, limits));
+        map.insert(id, (session.clone(), now));
         session
     }
 
@@ -126,15 +128,15 @@ mod tests {
         let table = StatelessSessions::new(3, Duration::from_secs(600));
         let limits = [Limits::default()];
         for p in ["a", "b", "c"] {
-            table.get_or_create(p.into(), Vec::new, &limits);
+            table.get_or_create(Caller::new(p), Vec::new, &limits);
         }
-        table.get_or_create("a".into(), Vec::new, &limits); // a is now the most recent
-        let d = table.get_or_create("d".into(), Vec::new, &limits);
+        table.get_or_create(Caller::new("a"), Vec::new, &limits); // a is now the most recent
+        let d = table.get_or_create(Caller::new("d"), Vec::new, &limits);
         assert_eq!(table.len(), 3);
         assert_eq!(&*d.caller.id, "d");
         // b was the least recently used: it was forgotten, a was kept.
         let map = table.by_principal.lock().unwrap();
-        let mut held: Vec<&str> = map.keys().map(String::as_str).collect();
+        let mut held: Vec<&str> = map.keys().map(|k| &**k).collect();
         held.sort();
         assert_eq!(held, ["a", "c", "d"]);
     }
@@ -143,9 +145,9 @@ mod tests {
     fn idle_principals_are_forgotten_before_busy_ones() {
         let table = StatelessSessions::new(2, Duration::from_millis(0));
         let limits = [Limits::default()];
-        table.get_or_create("a".into(), Vec::new, &limits);
-        table.get_or_create("b".into(), Vec::new, &limits);
-        table.get_or_create("c".into(), Vec::new, &limits);
+        table.get_or_create(Caller::new("a"), Vec::new, &limits);
+        table.get_or_create(Caller::new("b"), Vec::new, &limits);
+        table.get_or_create(Caller::new("c"), Vec::new, &limits);
         assert_eq!(table.len(), 1, "every idle principal was forgotten to make room");
     }
 }
