@@ -75,7 +75,7 @@ impl Session {
 pub(crate) struct StatelessSessions {
     max: usize,
     idle: Duration,
-    by_principal: Mutex<HashMap<Arc<str>, (Arc<Session>, Instant)>>,
+    by_principal: Mutex<HashMap<String, (Arc<Session>, Instant)>>,
 }
 
 impl StatelessSessions {
@@ -93,7 +93,7 @@ impl StatelessSessions {
     ) -> Arc<Session> {
         let mut map = self.by_principal.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
-        if let Some((session, used)) = map.get_mut(&caller.id) {
+        if let Some((session, used)) = map.get_mut(&*caller.id) {
             *used = now;
             return session.clone();
         }
@@ -106,7 +106,7 @@ impl StatelessSessions {
             };
             map.remove(&oldest);
         }
-        let id = caller.id.clone();
+        let id = caller.id.to_string();
         let session = Arc::new(Session::new(caller, engines(), true, limits));
         map.insert(id, (session.clone(), now));
         session
@@ -136,7 +136,7 @@ mod tests {
         assert_eq!(&*d.caller.id, "d");
         // b was the least recently used: it was forgotten, a was kept.
         let map = table.by_principal.lock().unwrap();
-        let mut held: Vec<&str> = map.keys().map(|k| &**k).collect();
+        let mut held: Vec<&str> = map.keys().map(String::as_str).collect();
         held.sort();
         assert_eq!(held, ["a", "c", "d"]);
     }

@@ -242,3 +242,94 @@ impl Authenticator for JwtAuthenticator {
         self.verify(token.trim())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECRET: &[u8] = b"0123456789abcdef0123456789abcdef";
+
+    fn token(claims: &Value, alg: Algorithm, secret: &[u8]) -> String {
+        let key = jsonwebtoken::EncodingKey::from_secret(secret).unwrap();
+        jsonwebtoken::encode(&jsonwebtoken::Header::new(alg), claims, &key).unwrap()
+    }
+
+    fn exp() -> u64 {
+        jsonwebtoken::get_current_timestamp() + 600
+    }
+
+    #[test]
+    fn garbage_is_an_invalid_token_and_never_a_panic() {
+        let jwt = JwtAuthenticator::from_secret(SECRET).unwrap();
+        let none = format!("eyJhbGciOiJub25lIn0.{}.", "eyJzdWIiOiJ4In0");
+        let long = "a.".repeat(10_000);
+        for garbage in
+            ["", ".", "..", "a.b.c", "a.b", "....", "\u{0}.\u{0}.\u{0}", &none, &long, "e30.e30.e30"]
+        {
+            let refused = jwt.verify(garbage).expect_err(garbage);
+            assert_eq!(
+                refused.code,
+                Some(crate::server::identity::AuthErrorCode::InvalidToken),
+                "{garbage:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_hmac_size_verifies_and_the_subject_claim_is_configurable() {
+        let jwt = JwtAuthenticator::from_secret(SECRET).unwrap().subject_claim("email");
+        for alg in [Algorithm::HS256, Algorithm::HS384, Algorithm::HS512] {
+            let claims = serde_json::json!({"email": "a@b.c", "exp": exp(), "role": "admin"});
+            let caller = jwt.verify(&token(&claims, alg, SECRET)).unwrap();
+            assert_eq!(&*caller.id, "a@b.c");
+            assert_eq!(caller.claim("role"), Some(&Value::from("admin")));
+        }
+        let no_exp = token(&serde_json::json!({"email": "a@b.c"}), Algorithm::HS256, SECRET);
+        assert_eq!(jwt.verify(&no_exp).unwrap_err().description, "the token has no exp claim");
+        let a_token_for_someone =
+            token(&serde_json::json!({"email": "a", "exp": exp(), "aud": "x"}), Algorithm::HS256, SECRET);
+        assert_eq!(
+            jwt.verify(&a_token_for_someone).unwrap_err().description,
+            "the token names an audience, and this server accepts none"
+        );
+    }
+
+    #[test]
+    fn short_secrets_and_empty_key_sets_are_refused() {
+        assert!(JwtAuthenticator::from_secret(b"short").is_err());
+        assert_eq!(JwtAuthenticator::from_jwks(r#"{"keys": []}"#).err().unwrap().0, "the JWKS holds no key");
+        assert!(JwtAuthenticator::from_jwks("not json").is_err());
+    }
+
+    /// A P-256 test key pair: the private key (PKCS#8 DER, hex) and its public JWK.
+    const EC_PRIVATE: &str = "308187020100301306072a8648ce3d020106082a8648ce3d030107046d306b020101042041b0783c6b9efca1c4432f91d287e5225b2ef2a97c55f8daaf165ff040a53978a14403420004d3403cec3c842986d02b3186ffd5355bfaba7b5d4993fff8a3c89c10288dd37214459505b44db7a3acfe103b5f5fff2b860343a4ca4439b26b53f56582e8554d";
+    const JWKS: &str = r#"{"keys": [
+        {"kty": "EC", "crv": "P-256", "kid": "ec-1", "alg": "ES256",
+         "x": "00A87DyEKYbQKzGG_9U1W_q6e11Jk__4o8icECiN03I", "y": "FEWVBbRNt6Os_hA7X1__K4YDQ6TKRDmya1P1ZYLoVU0"},
+        {"kty": "oct", "kid": "hs-1", "k": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY"}
+    ]}"#;
+
+    fn es256(claims: &Value, kid: Option<&str>) -> String {
+        let der: Vec<u8> = (0..EC_PRIVATE.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&EC_PRIVATE[i..i + 2], 16).unwrap())
+            .collect();
+        let mut header = jsonwebtoken::Header::new(Algorithm::ES256);
+        header.kid = kid.map(str::to_owned);
+        jsonwebtoken::encode(&header, claims, &jsonwebtoken::EncodingKey::from_ec_der(&der)).unwrap()
+    }
+
+    #[test]
+    fn jwks_keys_are_chosen_by_kid() {
+        let jwt = JwtAuthenticator::from_jwks(JWKS).unwrap().issuer("https://iss");
+        let claims = serde_json::json!({"sub": "ec-user", "iss": "https://iss", "exp": exp()});
+        assert_eq!(&*jwt.verify(&es256(&claims, Some("ec-1"))).unwrap().id, "ec-user");
+        let refused = |t: &str| jwt.verify(t).unwrap_err().description;
+        assert_eq!(refused(&es256(&claims, Some("nope"))), "no key has the token's kid nope");
+        assert_eq!(refused(&es256(&claims, None)), "the token has no kid naming its key");
+        // A token signed with the EC key but naming the HMAC key does not verify.
+        assert_eq!(refused(&es256(&claims, Some("hs-1"))), "the token's algorithm does not match its key");
+        let wrong_issuer = serde_json::json!({"sub": "x", "iss": "https://other", "exp": exp()});
+        assert_eq!(refused(&es256(&wrong_issuer, Some("ec-1"))), "the token's issuer is not https://iss");
+    }
+}
