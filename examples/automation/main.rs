@@ -5,6 +5,8 @@
 //! cargo run --example automation                              # MCP over stdio
 //! cargo run --example automation -- --http 127.0.0.1:8788     # Streamable HTTP at /mcp
 //! cargo run --example automation -- --store /tmp/runs.sqlite  # choose the run store file
+//! cargo run --example automation -- --http 127.0.0.1:8788 --stateless \
+//!     --jwt-secret-file secret.txt --jwt-issuer https://issuer.example   # verified callers
 //! ```
 //!
 //! Runs are retained for one hour (retention "PT1H") in an SQLite run store that survives
@@ -12,6 +14,14 @@
 //! `$XDG_DATA_HOME/pilotage/automation-runs.sqlite`, else
 //! `$HOME/.local/share/pilotage/automation-runs.sqlite`. Logs go to stderr (stdout is the MCP
 //! channel over stdio). Each MCP session gets its own freshly seeded building.
+//!
+//! Over HTTP, `--jwt-secret-file PATH` (HS256/384/512) or `--jwks PATH` (RS256, ES256, keys by
+//! `kid`), with `--jwt-issuer` and `--jwt-audience`, verify every request's bearer token: the
+//! caller is the token's `sub`, a request without a valid token gets HTTP 401 with a
+//! `WWW-Authenticate: Bearer` challenge, and the Protected Resource Metadata is served at
+//! `/.well-known/oauth-protected-resource/mcp`. `--stateless` needs either verified callers or
+//! `--anonymous-sessionless` (every sessionless request is one shared anonymous caller who sees
+//! every other's runs); without either, the server refuses to start.
 
 mod engine;
 
@@ -39,8 +49,10 @@ use pilotage::Server;
 struct Cli {
     #[command(flatten)]
     transport: cli::Transport,
-    /// Stateless HTTP (no MCP sessions; MCP 2026-07-28 style). Each request's principal is
-    /// its `Authorization` credential, so runs stay fetchable by the same credential.
+    /// Stateless HTTP (no MCP sessions; MCP 2026-07-28 style). Needs a way to tell callers
+    /// apart: `--jwt-secret-file`/`--jwks` (each request's caller is its verified token's
+    /// `sub`, so runs stay fetchable by the same caller, across restarts too) or
+    /// `--anonymous-sessionless` (every request is one shared anonymous caller).
     #[arg(long, requires = "http")]
     stateless: bool,
     /// The SQLite run store file (created when missing).
@@ -76,7 +88,9 @@ async fn serve(cli: Cli) -> anyhow::Result<()> {
         .with_context(|| format!("opening the run store {}", path.display()))?;
     let purged = store.purge_now();
     tracing::info!(store = %path.display(), purged, "run store open");
-    let server = Server::builder()
+    let server = cli
+        .transport
+        .identity(Server::builder())?
         .name("pilotage-automation", env!("CARGO_PKG_VERSION"))
         .language(engine::Automation::new)
         .state(Arc::new(store))

@@ -69,7 +69,9 @@ async fn main() -> ExitCode {
 
 async fn serve(cli: Cli) -> anyhow::Result<()> {
     let path = sql::source_database(cli.db).map_err(anyhow::Error::msg)?;
-    let server = Server::builder()
+    let server = cli
+        .transport
+        .identity(Server::builder())?
         .name("pilotage-combined", env!("CARGO_PKG_VERSION"))
         .default_capabilities(defaults())
         .language(workflow::Workflow::new)

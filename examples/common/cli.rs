@@ -6,12 +6,13 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
 use pilotage::transport::http::HttpOptions;
-use pilotage::Server;
+use pilotage::transport::jwt::JwtAuthenticator;
+use pilotage::{Server, ServerBuilder};
 
 /// Where the server listens.
 #[derive(clap::Args, Debug)]
@@ -23,6 +24,49 @@ pub struct Transport {
     // Listed after the example's own flags (display order 100).
     #[arg(long = "allowed-host", value_name = "HOST", display_order = 100)]
     pub allowed_hosts: Vec<String>,
+    /// Verify every HTTP request's `Authorization: Bearer` JWT (HS256/384/512) with the secret
+    /// in this file; the caller is the token's `sub`, with the token's claims.
+    #[arg(long, value_name = "PATH", display_order = 102, conflicts_with = "jwks")]
+    pub jwt_secret_file: Option<PathBuf>,
+    /// Verify every HTTP request's bearer JWT (RS256, ES256...) with the keys of this JWKS file,
+    /// chosen by the token's `kid`.
+    #[arg(long, value_name = "PATH", display_order = 103)]
+    pub jwks: Option<PathBuf>,
+    /// Require the verified tokens' `iss` to be ISS.
+    #[arg(long, value_name = "ISS", display_order = 104)]
+    pub jwt_issuer: Option<String>,
+    /// Require the verified tokens' `aud` to name AUD.
+    #[arg(long, value_name = "AUD", display_order = 105)]
+    pub jwt_audience: Option<String>,
+    /// Without JWT verification, serve every sessionless HTTP request as one shared anonymous
+    /// caller, who sees every other's runs (default: each such request is its own world).
+    #[arg(long, display_order = 106, conflicts_with_all = ["jwt_secret_file", "jwks"])]
+    pub anonymous_sessionless: bool,
+}
+
+impl Transport {
+    /// `builder` with the identity flags applied: a JWT authenticator from `--jwt-secret-file`
+    /// or `--jwks` (with `--jwt-issuer`, `--jwt-audience`), or `--anonymous-sessionless`.
+    pub fn identity(&self, builder: ServerBuilder) -> anyhow::Result<ServerBuilder> {
+        let jwt = match (&self.jwt_secret_file, &self.jwks) {
+            (Some(path), _) => Some(JwtAuthenticator::from_secret_file(path)?),
+            (None, Some(path)) => Some(JwtAuthenticator::from_jwks_file(path)?),
+            (None, None) => None,
+        };
+        let Some(mut jwt) = jwt else {
+            if self.jwt_issuer.is_some() || self.jwt_audience.is_some() {
+                anyhow::bail!("--jwt-issuer and --jwt-audience need --jwt-secret-file or --jwks");
+            }
+            return Ok(if self.anonymous_sessionless { builder.anonymous_sessionless() } else { builder });
+        };
+        if let Some(issuer) = &self.jwt_issuer {
+            jwt = jwt.issuer(issuer);
+        }
+        if let Some(audience) = &self.jwt_audience {
+            jwt = jwt.audience(audience);
+        }
+        Ok(builder.authenticator(jwt))
+    }
 }
 
 /// Log to stderr, await `serve`, and report its error on stderr with a failure exit code.

@@ -58,7 +58,8 @@ async fn main() -> ExitCode {
 
 async fn serve(cli: Cli) -> anyhow::Result<()> {
     let path = engine::source_database(cli.db).map_err(anyhow::Error::msg)?;
-    let mut builder = Server::builder().name("pilotage-sql", env!("CARGO_PKG_VERSION"));
+    let mut builder =
+        cli.transport.identity(Server::builder())?.name("pilotage-sql", env!("CARGO_PKG_VERSION"));
     if cli.with_workflow {
         builder = builder.language(workflow::Workflow::new);
     }

@@ -44,7 +44,8 @@ async fn main() -> ExitCode {
 }
 
 async fn serve(cli: Cli) -> anyhow::Result<()> {
-    let server = match Server::builder()
+    let builder = cli.transport.identity(Server::builder())?;
+    let server = match builder
         .name("pilotage-workflow", env!("CARGO_PKG_VERSION"))
         .language(engine::Workflow::new)
         .stateless(cli.stateless)

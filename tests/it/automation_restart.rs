@@ -24,14 +24,20 @@ fn program() -> Value {
     })
 }
 
-/// The automation binary serving stateless Streamable HTTP on `port` over `store`.
-struct Child(tokio::process::Child);
+/// The automation binary serving stateless Streamable HTTP on `port` over `store`, verifying
+/// callers with the test secret (written next to the store).
+struct Child(tokio::process::Child, std::path::PathBuf);
 
 impl Child {
     async fn start(port: u16, store: &TempStore) -> Child {
+        let secret = store.path().with_extension("secret");
+        std::fs::write(&secret, format!("{}\n", support::auth::SECRET)).expect("write the secret file");
         let child = tokio::process::Command::new(kit::example_binary("automation"))
             .args(["--http", &format!("127.0.0.1:{port}"), "--stateless", "--store"])
             .arg(store.path())
+            .arg("--jwt-secret-file")
+            .arg(&secret)
+            .args(["--jwt-issuer", support::auth::ISSUER, "--jwt-audience", support::auth::AUDIENCE])
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -40,7 +46,7 @@ impl Child {
             .expect("spawn the automation binary");
         for _ in 0..200 {
             if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-                return Child(child);
+                return Child(child, secret);
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -49,6 +55,7 @@ impl Child {
     async fn kill(mut self) {
         self.0.kill().await.expect("kill the server");
         self.0.wait().await.expect("reap the server");
+        let _ = std::fs::remove_file(&self.1);
     }
 }
 
@@ -56,8 +63,9 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-/// One stateless `tools/call` as the principal `token`; returns the JSON-RPC `result`.
-async fn call(port: u16, token: &str, name: &str, arguments: Value) -> Value {
+/// One stateless `tools/call` as the verified caller `who` (a fresh token for its `sub`);
+/// returns the JSON-RPC `result`.
+async fn call(port: u16, who: &str, name: &str, arguments: Value) -> Value {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}});
     let response = reqwest::Client::builder()
         .no_proxy()
@@ -67,7 +75,7 @@ async fn call(port: u16, token: &str, name: &str, arguments: Value) -> Value {
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", support::PROTOCOL)
-        .header("authorization", format!("Bearer {token}"))
+        .header("authorization", support::auth::bearer(who))
         .body(body.to_string())
         .send()
         .await
@@ -80,7 +88,7 @@ async fn call(port: u16, token: &str, name: &str, arguments: Value) -> Value {
 }
 
 /// Kill the server process between execute and fetch: the stored envelope comes back
-/// identical, to the same principal only.
+/// identical, to the same verified caller only.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stored_run_survives_a_server_restart() {
     let store = TempStore::new("restart");
@@ -111,7 +119,7 @@ async fn a_stored_run_survives_a_server_restart() {
     envelope.as_object_mut().unwrap().remove("narration");
     assert_eq!(envelope, response, "the envelope after the restart is the one the execute response carried");
     assert_eq!(fetched, before, "the fetch result is the same before and after the restart");
-    // Another principal cannot tell the run from an unknown one.
+    // Another verified caller cannot tell the run from an unknown one.
     let foreign = call(port, "mallory", TRACE, json!({"run_id": run_id})).await;
     let unknown = call(port, "mallory", TRACE, json!({"run_id": "run_0000000000000000"})).await;
     assert_eq!(foreign["isError"], true);

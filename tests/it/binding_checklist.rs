@@ -401,13 +401,15 @@ async fn item_11_stateless_restriction() {
     assert_eq!(stored["result"]["structuredContent"]["error"]["kind"], "unsupported", "{stored}");
 
     // A Language with a duration retention is servable statelessly: its manifest says so,
-    // and a stored run is fetchable by a later sessionless request.
+    // and a stored run is fetchable by a later sessionless request of the same (here the
+    // explicitly shared anonymous) caller.
     let file = std::env::temp_dir().join(format!("pilotage-checklist-{}.sqlite", std::process::id()));
     let runs = pilotage::state::SqliteState::open(&file).expect("the run store opens");
     let server = pilotage::Server::builder()
         .language(automation::Automation::new)
         .state(std::sync::Arc::new(runs))
         .stateless(true)
+        .anonymous_sessionless()
         .build()
         .expect("a stateless deployment of a PT1H Language builds");
     let retention = &server.manifest()["languages"][0]["retention"];

@@ -1,5 +1,5 @@
-//! Hostile calls through a real transport: made-up `Authorization` values cannot make the
-//! server hold unbounded worlds (stateless principals are capped, least recently used first),
+//! Hostile calls through a real transport: many verified callers cannot make the server hold
+//! unbounded worlds (sessionless callers' worlds are capped, least recently used first),
 //! a program with thousands of errors gets a capped diagnostics list, and a reserved member of
 //! the wrong JSON type is refused on its channel instead of being ignored.
 
@@ -11,10 +11,10 @@ use serde_json::{json, Value};
 use support::scenario::{profile_program, ARGUMENT, EXECUTE, VALIDATE};
 use support::{Conn, HttpServer};
 
-/// One stateless `tools/call` on behalf of `who` (its `Authorization` value).
+/// One stateless `tools/call` on behalf of the verified caller `who` (a token for its `sub`).
 async fn call_as(url: &str, who: &str, name: &str, arguments: Value) -> Value {
     let params = json!({"name": name, "arguments": arguments});
-    support::stateless_request(url, "tools/call", params, json!({}), Some(&format!("Bearer {who}"))).await
+    support::stateless_request(url, "tools/call", params, json!({}), Some(&support::auth::bearer(who))).await
 }
 
 async fn fingerprint(url: &str, who: &str) -> Value {
@@ -26,13 +26,14 @@ async fn stateless_server(max_principals: usize) -> HttpServer {
         .name("test", "0")
         .language(workflow::Workflow::new)
         .principals(max_principals, std::time::Duration::from_secs(600))
+        .authenticator(support::auth::authenticator())
         .build()
         .unwrap();
     HttpServer::start_with(&server, HttpOptions { stateless: true, ..HttpOptions::default() }).await
 }
 
 #[tokio::test]
-async fn made_up_authorization_values_cannot_grow_the_worlds_without_bound() {
+async fn many_verified_callers_cannot_grow_the_worlds_without_bound() {
     let http = stateless_server(3).await;
     let seed = fingerprint(http.url(), "a").await;
     let added = call_as(http.url(), "a", "catalog_add_entry", json!({"id": "cap_mine"})).await;

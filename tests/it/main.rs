@@ -40,6 +40,7 @@ mod runner;
 #[path = "../../examples/conformance/bindings/mod.rs"]
 mod bindings;
 
+mod auth;
 mod automation_context;
 mod automation_idempotency;
 mod automation_modes;

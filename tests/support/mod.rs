@@ -16,6 +16,7 @@
 //! request and response to stderr.
 #![allow(dead_code, unused_imports)]
 
+pub mod auth;
 mod conn;
 mod http;
 mod lines;

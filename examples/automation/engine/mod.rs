@@ -175,7 +175,7 @@ impl Automation {
     }
 
     /// Runs are kept for one hour in the run store, for the caller that ran them (the MCP
-    /// session; on stateless HTTP, the Authorization credential).
+    /// session; on stateless HTTP, the verified caller, its bearer token's `sub`).
     #[loop_tool(trace, name = "trace_automation")]
     fn trace(&self) {}
 

@@ -10,6 +10,7 @@ use rmcp::model::{
 };
 use serde_json::{json, Value};
 
+use super::identity::{Authenticator, Identity, ProtectedResource};
 use super::tools::{self, ToolEntry};
 use super::{Factory, Server, Shared};
 use crate::engine::{Engine, Limits};
@@ -50,6 +51,7 @@ pub struct ServerBuilder {
     stateless: bool,
     max_engine_calls: Option<usize>,
     principals: Option<(usize, std::time::Duration)>,
+    identity: Identity,
 }
 
 impl ServerBuilder {
@@ -119,6 +121,33 @@ impl ServerBuilder {
         self
     }
 
+    /// Verify every HTTP request with `authenticator`: each request's caller is the verified
+    /// [`Caller`](crate::engine::Caller) (an MCP session keeps the caller of its `initialize` and
+    /// refuses any other; a sessionless caller's requests share that caller's world), and a
+    /// request it refuses gets HTTP 401 with a `WWW-Authenticate: Bearer` challenge.
+    pub fn authenticator(mut self, authenticator: impl Authenticator) -> Self {
+        self.identity.authenticator = Some(Arc::new(authenticator));
+        self
+    }
+
+    /// The Protected Resource Metadata (RFC 9728) served at
+    /// `/.well-known/oauth-protected-resource` and named in every `WWW-Authenticate` challenge.
+    /// Without it the resource is `http://<Host>/mcp`, from each request's `Host` header.
+    pub fn protected_resource(mut self, resource: ProtectedResource) -> Self {
+        self.identity.resource = Some(resource);
+        self
+    }
+
+    /// Without an authenticator, serve every sessionless HTTP request (MCP 2026-07-28, or a
+    /// stateless deployment) as one shared anonymous caller, `anonymous`: its requests share one
+    /// world, so every such caller sees every other's runs, promoted programs and catalog
+    /// changes. Without this call, each sessionless request gets a world of its own for that
+    /// request alone (caller `request-<uuid>`): nothing it stores is reachable later.
+    pub fn anonymous_sessionless(mut self) -> Self {
+        self.identity.anonymous_sessionless = true;
+        self
+    }
+
     /// Check every rule that is not decided at compile time and build the server.
     pub fn build(self) -> Result<Server, BuildError> {
         let mut problems = Vec::new();
@@ -129,6 +158,9 @@ impl ServerBuilder {
         problems.extend(guide_id_clashes(&langs));
         problems.extend(self.manifest_problems(&langs));
         let (tools, index) = registry(&langs, &mut problems);
+        if self.stateless && self.identity.authenticator.is_none() && !self.identity.anonymous_sessionless {
+            problems.push(STATELESS_WITHOUT_IDENTITY.to_owned());
+        }
         if !problems.is_empty() {
             return Err(BuildError { problems });
         }
@@ -154,6 +186,7 @@ impl ServerBuilder {
             slots: Arc::new(tokio::sync::Semaphore::new(
                 self.max_engine_calls.unwrap_or_else(default_engine_calls),
             )),
+            identity: self.identity,
         };
         Ok(Server { shared: Arc::new(shared) })
     }
@@ -211,6 +244,9 @@ impl ServerBuilder {
         problems
     }
 }
+
+/// The problem of a stateless deployment that cannot tell its callers apart.
+const STATELESS_WITHOUT_IDENTITY: &str = "a stateless deployment has no MCP session to tell callers apart: verify each request's caller with ServerBuilder::authenticator, or call ServerBuilder::anonymous_sessionless() to serve every sessionless request as one shared anonymous caller who sees every other's runs";
 
 /// Four engine calls per available core, at least 4.
 fn default_engine_calls() -> usize {

@@ -19,7 +19,6 @@ use serde_json::Value;
 use super::tools::{Route, Stage};
 use super::Shared;
 use crate::engine::Caller;
-use crate::model::digest;
 use crate::model::errors::RequestError;
 use crate::ops::{self, Args, Ctx, OpResult, Reply};
 use crate::state::session::Session;
@@ -36,26 +35,61 @@ impl PilotageHandler {
         PilotageHandler { shared, session }
     }
 
-    /// The session's world; for a request outside any session, its principal's.
-    fn session(&self, context: &RequestContext<RoleServer>) -> Arc<Session> {
+    /// The world of this request: its MCP session's; outside any session (stateless 2026-07-28
+    /// requests), its verified caller's, else the shared anonymous one when the builder said
+    /// so, else one of its own for this request alone. Over stdio, the ambient identity's.
+    fn session(&self, context: &RequestContext<RoleServer>) -> Result<Arc<Session>, McpError> {
+        let verified = verified(context);
         if let Some(s) = self.session.get() {
-            return s.clone();
+            if verified.as_ref().is_some_and(|c| c.id != s.caller.id) {
+                return Err(McpError::invalid_request("this MCP session belongs to another caller", None));
+            }
+            return Ok(s.clone());
         }
-        self.shared.stateless_session(principal(context, || "anonymous".to_owned()))
+        let identity = &self.shared.identity;
+        Ok(match verified {
+            Some(caller) => self.shared.stateless_session(caller),
+            None if !is_http(context) => self.shared.stateless_session(Caller::new(AMBIENT)),
+            None if identity.authenticator.is_some() => return Err(unverified()),
+            None if identity.anonymous_sessionless => self.shared.stateless_session(Caller::new("anonymous")),
+            None => self.shared.request_session(),
+        })
+    }
+
+    /// The caller an MCP session opened by `initialize` belongs to: the verified caller over
+    /// HTTP with an authenticator, else a fresh anonymous `session-<uuid>`; over stdio the
+    /// deployment's ambient identity (Part III §8.4). With it, whether the identity outlives the
+    /// session (verified and ambient callers do; an anonymous session's does not).
+    fn session_caller(&self, context: &RequestContext<RoleServer>) -> Result<(Caller, bool), McpError> {
+        match verified(context) {
+            Some(caller) => Ok((caller, true)),
+            None if !is_http(context) => Ok((Caller::new(AMBIENT), true)),
+            None if self.shared.identity.authenticator.is_some() => Err(unverified()),
+            None => Ok((Caller::new(format!("session-{}", uuid::Uuid::new_v4().simple())), false)),
+        }
     }
 }
 
-/// Who is asking (Part III §8.4): over HTTP the connection's authorization context (the
-/// `Authorization` credential), else `fallback`; over stdio the deployment's ambient identity.
-fn principal(context: &RequestContext<RoleServer>, fallback: impl FnOnce() -> String) -> String {
-    match context.extensions.get::<axum::http::request::Parts>() {
-        None => "ambient".to_owned(),
-        Some(parts) => parts
-            .headers
-            .get(axum::http::header::AUTHORIZATION)
-            .map(|v| digest::token("principal-", v.as_bytes()))
-            .unwrap_or_else(fallback),
-    }
+/// The identity of every stdio caller.
+const AMBIENT: &str = "ambient";
+
+/// Whether the request came over HTTP (rmcp hands the handler the HTTP request's head).
+fn is_http(context: &RequestContext<RoleServer>) -> bool {
+    context.extensions.get::<axum::http::request::Parts>().is_some()
+}
+
+/// The caller the HTTP edge's authenticator verified for this request, if any.
+fn verified(context: &RequestContext<RoleServer>) -> Option<Caller> {
+    context.extensions.get::<axum::http::request::Parts>()?.extensions.get::<Caller>().cloned()
+}
+
+/// The refusal of an unverified HTTP request on a server that verifies its callers (its router
+/// was not built with the server's authenticator).
+fn unverified() -> McpError {
+    McpError::invalid_request(
+        "this server verifies its callers, but the request reached it unverified: serve it with Server::router, serve_http or serve_listener",
+        None,
+    )
 }
 
 /// Serve one `tools/call`. `Err` is the carrier channel.
@@ -155,13 +189,8 @@ impl ServerHandler for PilotageHandler {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
-        // An HTTP session without credentials is its own caller; stdio is the ambient identity.
-        let mut anonymous = false;
-        let caller = principal(&context, || {
-            anonymous = true;
-            format!("session-{}", uuid::Uuid::new_v4().simple())
-        });
-        let _ = self.session.get_or_init(|| self.shared.new_session(Caller::new(caller), !anonymous));
+        let (caller, stable) = self.session_caller(&context)?;
+        let _ = self.session.get_or_init(|| self.shared.new_session(caller, stable));
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
     }
@@ -183,7 +212,7 @@ impl ServerHandler for PilotageHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let session = self.session(&context);
+        let session = self.session(&context)?;
         let args = request.arguments.unwrap_or_default();
         let reply = call(&self.shared, &session, &request.name, args).await?;
         Ok(envelope(reply).into())

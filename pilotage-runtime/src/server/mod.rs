@@ -17,6 +17,7 @@
 
 mod builder;
 mod handler;
+pub(crate) mod identity;
 mod schemas;
 mod tools;
 
@@ -50,6 +51,8 @@ pub(crate) struct Shared {
     stateless: StatelessSessions,
     /// Slots for concurrent engine calls, server-wide.
     slots: Arc<tokio::sync::Semaphore>,
+    /// How callers are told apart.
+    pub(crate) identity: identity::Identity,
 }
 
 impl Shared {
@@ -74,10 +77,18 @@ impl Shared {
         Arc::new(Session::new(caller, self.engines(), false, &self.limits(), scope))
     }
 
-    /// The world of a principal without an MCP session (stateless 2026-07-28 requests): one
-    /// per authorization identity, so an unauthorized name or run stays invisible.
-    fn stateless_session(&self, principal: String) -> Arc<Session> {
-        self.stateless.get_or_create(principal, || self.engines(), &self.limits(), &self.stores.state)
+    /// The world of a caller without an MCP session (stateless 2026-07-28 requests): one per
+    /// caller, kept in the bounded table, so another caller's names and runs stay invisible.
+    fn stateless_session(&self, caller: Caller) -> Arc<Session> {
+        self.stateless.get_or_create(caller, || self.engines(), &self.limits(), &self.stores.state)
+    }
+
+    /// A world for one sessionless request alone (anonymous, without `anonymous_sessionless`):
+    /// nothing it retains is reachable by any later request.
+    fn request_session(&self) -> Arc<Session> {
+        let caller = Caller::new(format!("request-{}", uuid::Uuid::new_v4().simple()));
+        let scope: Arc<dyn SharedState> = Arc::new(MemoryState::default());
+        Arc::new(Session::new(caller, self.engines(), true, &self.limits(), scope))
     }
 }
 
@@ -94,6 +105,11 @@ impl Server {
         ServerBuilder::default()
     }
 
+    /// How this server tells its callers apart (the transports read its authenticator).
+    pub(crate) fn identity(&self) -> &identity::Identity {
+        &self.shared.identity
+    }
+
     /// The manifest this server publishes.
     pub fn manifest(&self) -> &Value {
         &self.shared.manifest
@@ -101,7 +117,8 @@ impl Server {
 
     /// A fresh rmcp handler: the MCP session it serves gets its own world at `initialize`.
     /// Requests that arrive without `initialize` (stateless MCP 2026-07-28) share one world per
-    /// principal.
+    /// verified caller; without an authenticator each such request has a world of its own, or,
+    /// with [`ServerBuilder::anonymous_sessionless`], they all share the anonymous one.
     pub fn handler(&self) -> PilotageHandler {
         PilotageHandler::new(self.shared.clone(), Arc::new(OnceLock::new()))
     }

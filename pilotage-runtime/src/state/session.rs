@@ -151,9 +151,10 @@ impl Session {
     }
 }
 
-/// The worlds of principals without an MCP session (stateless 2026-07-28 requests), one per
-/// principal, bounded: at most `max` principals, each forgotten after `idle` without a request;
-/// past the cap the least recently used one is forgotten first.
+/// The worlds of callers without an MCP session (stateless 2026-07-28 requests), one per
+/// caller id, bounded: at most `max` callers, each forgotten after `idle` without a request;
+/// past the cap the least recently used one is forgotten first. A world keeps the caller (and
+/// claims) of the request that made it.
 pub(crate) struct StatelessSessions {
     max: usize,
     idle: Duration,
@@ -166,17 +167,17 @@ impl StatelessSessions {
         StatelessSessions { max: max.max(1), idle, by_principal: Mutex::default() }
     }
 
-    /// The session of `principal`, made with `engines` on first use.
+    /// The session of `caller` (by id), made with `engines` on first use.
     pub fn get_or_create(
         &self,
-        principal: String,
+        caller: Caller,
         engines: impl FnOnce() -> Vec<Arc<dyn Engine>>,
         limits: &[Limits],
         scope: &Arc<dyn SharedState>,
     ) -> Arc<Session> {
         let mut map = self.by_principal.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
-        if let Some((session, used)) = map.get_mut(&principal) {
+        if let Some((session, used)) = map.get_mut(&*caller.id) {
             *used = now;
             return session.clone();
         }
@@ -189,9 +190,9 @@ impl StatelessSessions {
             };
             map.remove(&oldest);
         }
-        let session =
-            Arc::new(Session::new(Caller::new(principal.clone()), engines(), true, limits, scope.clone()));
-        map.insert(principal, (session.clone(), now));
+        let id = caller.id.to_string();
+        let session = Arc::new(Session::new(caller, engines(), true, limits, scope.clone()));
+        map.insert(id, (session.clone(), now));
         session
     }
 
@@ -212,10 +213,10 @@ mod tests {
         let limits = [Limits::default()];
         let scope: Arc<dyn SharedState> = Arc::new(crate::state::MemoryState::default());
         for p in ["a", "b", "c"] {
-            table.get_or_create(p.into(), Vec::new, &limits, &scope);
+            table.get_or_create(Caller::new(p), Vec::new, &limits, &scope);
         }
-        table.get_or_create("a".into(), Vec::new, &limits, &scope); // a is now the most recent
-        let d = table.get_or_create("d".into(), Vec::new, &limits, &scope);
+        table.get_or_create(Caller::new("a"), Vec::new, &limits, &scope); // a is now the most recent
+        let d = table.get_or_create(Caller::new("d"), Vec::new, &limits, &scope);
         assert_eq!(table.len(), 3);
         assert_eq!(&*d.caller.id, "d");
         // b was the least recently used: it was forgotten, a was kept.
@@ -230,9 +231,9 @@ mod tests {
         let table = StatelessSessions::new(2, Duration::from_millis(0));
         let limits = [Limits::default()];
         let scope: Arc<dyn SharedState> = Arc::new(crate::state::MemoryState::default());
-        table.get_or_create("a".into(), Vec::new, &limits, &scope);
-        table.get_or_create("b".into(), Vec::new, &limits, &scope);
-        table.get_or_create("c".into(), Vec::new, &limits, &scope);
+        table.get_or_create(Caller::new("a"), Vec::new, &limits, &scope);
+        table.get_or_create(Caller::new("b"), Vec::new, &limits, &scope);
+        table.get_or_create(Caller::new("c"), Vec::new, &limits, &scope);
         assert_eq!(table.len(), 1, "every idle principal was forgotten to make room");
     }
 }

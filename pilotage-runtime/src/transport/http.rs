@@ -41,6 +41,7 @@ use rmcp::ServerHandler;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
+use super::auth::{self, Authenticator, Gate, ProtectedResource};
 use super::edge::{self, EdgeLimits};
 use super::frame::{self, Judged};
 use super::sessions::{self, CappedSessions};
@@ -59,7 +60,7 @@ const LOOPBACK_ORIGINS: [&str; 3] = ["http://localhost:*", "http://127.0.0.1:*",
 /// The connection settings (`max_connections`, `header_read_timeout`) are applied by
 /// [`serve_http`] and [`serve_listener`]; a [`Router`] from [`mcp_service`] mounted elsewhere
 /// gets the others (origins, sessions, body timeout) and its host server sets the rest.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct HttpOptions {
     /// `false` (the default): legacy protocol versions get `Mcp-Session-Id`
     /// sessions, and the handler factory runs once per session.
@@ -103,6 +104,33 @@ pub struct HttpOptions {
     /// default 300 s, rmcp's own default: long enough for the minutes a person or a model
     /// may spend between tool calls, short enough that abandoned sessions free their slot.
     pub session_idle: Duration,
+    /// Verifies every request to the endpoint (see [`auth`](super::auth)): a refused request gets
+    /// HTTP 401 and a `WWW-Authenticate: Bearer` challenge, a verified one carries its
+    /// [`Caller`](crate::engine::Caller) in its extensions. `None` (the default): no verification.
+    /// [`Server::router`](crate::Server::router) and the `Server::serve_*` methods fill it from
+    /// [`ServerBuilder::authenticator`](crate::ServerBuilder::authenticator).
+    pub authenticator: Option<Arc<dyn Authenticator>>,
+    /// The Protected Resource Metadata named in challenges and served by [`serve_http`] and
+    /// [`serve_listener`] (filled like `authenticator`). `None`: derived from each request's
+    /// `Host` as `http://<Host>/mcp`.
+    pub protected_resource: Option<ProtectedResource>,
+}
+
+impl std::fmt::Debug for HttpOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpOptions")
+            .field("stateless", &self.stateless)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("allowed_origins", &self.allowed_origins)
+            .field("max_connections", &self.max_connections)
+            .field("header_read_timeout", &self.header_read_timeout)
+            .field("body_read_timeout", &self.body_read_timeout)
+            .field("max_sessions", &self.max_sessions)
+            .field("session_idle", &self.session_idle)
+            .field("authenticator", &self.authenticator.as_ref().map(|_| "Authenticator"))
+            .field("protected_resource", &self.protected_resource)
+            .finish()
+    }
 }
 
 impl Default for HttpOptions {
@@ -116,6 +144,8 @@ impl Default for HttpOptions {
             body_read_timeout: Duration::from_secs(10),
             max_sessions: 1024,
             session_idle: Duration::from_secs(300),
+            authenticator: None,
+            protected_resource: None,
         }
     }
 }
@@ -133,7 +163,9 @@ where
     router(factory, options, CancellationToken::new())
 }
 
-/// Binds `addr`, serves [`mcp_service`] at `/mcp`, and runs until ctrl-c.
+/// Binds `addr`, serves [`mcp_service`] at `/mcp`, and runs until ctrl-c. With an
+/// authenticator or a protected resource in `options`, also serves the Protected Resource
+/// Metadata at `/.well-known/oauth-protected-resource` (and `.../mcp`).
 ///
 /// First raises the process's soft open-file limit to its hard limit (see
 /// [`raise_nofile_limit`]), so that many idle connections do not lock new clients out.
@@ -182,7 +214,12 @@ where
         max_connections: options.max_connections,
         header_read_timeout: options.header_read_timeout,
     };
-    let app = Router::new().nest("/mcp", router(factory, options, cancel.clone()));
+    let metadata = (options.authenticator.is_some() || options.protected_resource.is_some())
+        .then(|| auth::metadata_router(options.protected_resource.clone()));
+    let mut app = Router::new().nest("/mcp", router(factory, options, cancel.clone()));
+    if let Some(metadata) = metadata {
+        app = app.merge(metadata);
+    }
     let shutdown = async move {
         shutdown.await;
         // Ends rmcp's sessions and long-lived SSE streams, so that the
@@ -213,10 +250,21 @@ where
     if let Some(hosts) = options.allowed_hosts {
         config = config.with_allowed_hosts(hosts);
     }
-    let sessions = CappedSessions::new(options.max_sessions, options.session_idle);
-    let service = StreamableHttpService::new(move || Ok(factory()), Arc::new(sessions), config);
+    let sessions = Arc::new(CappedSessions::new(options.max_sessions, options.session_idle));
+    let owners = sessions.owners.clone();
+    let service = StreamableHttpService::new(move || Ok(factory()), sessions, config);
     let adapter = Adapter { body_read_timeout: options.body_read_timeout };
-    Router::new().route_service("/", service).layer(axum::middleware::from_fn_with_state(adapter, adapt_post))
+    let router = Router::new()
+        .route_service("/", service)
+        .layer(axum::middleware::from_fn_with_state(adapter, adapt_post));
+    match options.authenticator {
+        // The outermost layer: a refused request is answered before its body is read.
+        Some(authenticator) => {
+            let gate = Gate { authenticator, resource: options.protected_resource, owners };
+            router.layer(axum::middleware::from_fn_with_state(gate, auth::verify))
+        }
+        None => router,
+    }
 }
 
 /// What [`adapt_post`] needs from the options.

@@ -16,9 +16,12 @@
 //! answered, and a `tools/call` nested too deep for a JSON parser gets the runtime's
 //! `bounds_exceeded` result.
 
+pub mod auth;
 mod edge;
 mod frame;
 pub mod http;
+#[cfg(feature = "jwt")]
+pub mod jwt;
 mod sessions;
 pub mod stdio;
 
@@ -45,15 +48,29 @@ impl Server {
         stdio::serve_lines(self.handler(), reader, writer).await
     }
 
-    /// An axum router serving Streamable HTTP at its root; mount it with `nest_service`.
+    /// An axum router serving Streamable HTTP at its root; mount it with `nest_service`. The
+    /// builder's authenticator and protected resource, when set, replace those of `options`.
     pub fn router(&self, options: HttpOptions) -> axum::Router {
         let server = self.clone();
-        http::mcp_service(move || server.handler(), options)
+        http::mcp_service(move || server.handler(), self.identify(options))
+    }
+
+    /// `options` with the builder's authenticator and protected resource, where set.
+    fn identify(&self, mut options: HttpOptions) -> HttpOptions {
+        let identity = self.identity();
+        if let Some(authenticator) = &identity.authenticator {
+            options.authenticator = Some(authenticator.clone());
+        }
+        if let Some(resource) = &identity.resource {
+            options.protected_resource = Some(resource.clone());
+        }
+        options
     }
 
     /// Serve Streamable HTTP at `http://addr/mcp` until ctrl-c (see [`http::serve_http`]).
     pub async fn serve_http(&self, addr: SocketAddr, options: HttpOptions) -> std::io::Result<()> {
         let server = self.clone();
+        let options = self.identify(options);
         http::serve_http(move || server.handler(), addr, options).await
     }
 
@@ -66,6 +83,7 @@ impl Server {
         shutdown: impl std::future::Future<Output = ()> + Send,
     ) -> std::io::Result<()> {
         let server = self.clone();
+        let options = self.identify(options);
         http::serve_listener(move || server.handler(), listener, options, shutdown).await
     }
 }

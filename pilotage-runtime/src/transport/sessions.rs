@@ -13,6 +13,8 @@ use rmcp::transport::streamable_http_server::session::local::{
 use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId, SessionManager};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::auth::Owners;
+
 /// The text every refusal carries; the HTTP adapter recognises refusals by it.
 pub(crate) const LIMIT_REACHED: &str = "session limit reached";
 
@@ -24,6 +26,8 @@ pub(crate) struct CappedSessions {
     max: usize,
     slots: Arc<Semaphore>,
     held: Mutex<HashMap<SessionId, OwnedSemaphorePermit>>,
+    /// The verified caller of each session (with an authenticator), forgotten on close.
+    pub(crate) owners: Arc<Owners>,
 }
 
 impl CappedSessions {
@@ -31,7 +35,13 @@ impl CappedSessions {
     pub(crate) fn new(max: usize, idle: Duration) -> CappedSessions {
         let mut inner = LocalSessionManager::default();
         inner.session_config.keep_alive = Some(idle);
-        CappedSessions { inner, max, slots: Arc::new(Semaphore::new(max)), held: Mutex::default() }
+        CappedSessions {
+            inner,
+            max,
+            slots: Arc::new(Semaphore::new(max)),
+            held: Mutex::default(),
+            owners: Arc::default(),
+        }
     }
 }
 
@@ -95,6 +105,7 @@ impl SessionManager for CappedSessions {
         let closed = self.inner.close_session(id).await;
         // The slot is freed even when closing failed: the session is out of the map either way.
         self.held.lock().expect("session slots lock").remove(id);
+        self.owners.forget(id);
         Ok(closed?)
     }
 
