@@ -518,11 +518,9 @@ fn session_run_stores_evict_the_oldest_past_their_caps() {
     assert!(by_bytes.get("r3").is_some(), "and evicts nothing");
 }
 
-#[tokio::test]
-async fn sqlite_store_purges_expired_runs_and_keys() {
-    use crate::state::{Claimed, KeyRef};
-    let store = SqliteState::in_memory().unwrap();
-    let record = RunRecord {
+/// A finished run of owner `o` without output, as the store tests keep it.
+fn old_run() -> RunRecord {
+    RunRecord {
         run_id: "run_old".into(),
         owner: "o".into(),
         language: "l/v1".into(),
@@ -531,7 +529,14 @@ async fn sqlite_store_purges_expired_runs_and_keys() {
         level: crate::model::declaration::TraceLevel::Full,
         steps: vec![],
         stats: None,
-    };
+    }
+}
+
+#[tokio::test]
+async fn sqlite_store_purges_expired_runs_and_keys() {
+    use crate::state::{Claimed, KeyRef};
+    let store = SqliteState::in_memory().unwrap();
+    let record = old_run();
     store.put_run(&record, std::time::Duration::ZERO).await.unwrap();
     let hour = std::time::Duration::from_secs(3600);
     for (k, keep) in [("k", std::time::Duration::ZERO), ("k2", hour)] {
@@ -550,17 +555,7 @@ async fn an_sqlite_file_of_the_first_schema_migrates_and_keeps_its_runs() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("old.sqlite");
     let _ = std::fs::remove_file(&path);
-    let record = serde_json::to_value(RunRecord {
-        run_id: "run_old".into(),
-        owner: "o".into(),
-        language: "l/v1".into(),
-        outcome: crate::model::outcome::Outcome::success(),
-        output: None,
-        level: crate::model::declaration::TraceLevel::Full,
-        steps: vec![],
-        stats: None,
-    })
-    .unwrap();
+    let record = serde_json::to_value(old_run()).unwrap();
     {
         // The schema written before versioned migrations: runs and replays, no version table.
         let conn = rusqlite::Connection::open(&path).unwrap();

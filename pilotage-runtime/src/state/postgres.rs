@@ -87,6 +87,23 @@ fn ms(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX).min(CENTURY_MS)
 }
 
+/// Hold the transaction's lock `what` (1: promotions, 2: catalogs) on one owner and Language,
+/// so one replica at a time changes them.
+async fn lock_scope(
+    tx: &deadpool_postgres::Transaction<'_>,
+    what: i32,
+    owner: &str,
+    language: &str,
+) -> StoreResult<()> {
+    tx.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended($2 || chr($1) || $3, 0))",
+        &[&what, &owner, &language],
+    )
+    .await
+    .map(drop)
+    .map_err(err)
+}
+
 const LATER: &str = "clock_timestamp() + $1::BIGINT * INTERVAL '1 millisecond'";
 
 impl PostgresState {
@@ -296,12 +313,7 @@ impl SharedState for PostgresState {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(err)?;
         // One promoter at a time per owner and Language, so the cap holds across replicas.
-        tx.execute(
-            "SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(1) || $2, 0))",
-            &[&owner, &language],
-        )
-        .await
-        .map_err(err)?;
+        lock_scope(&tx, 1, owner, language).await?;
         let row = tx
             .query_one(
                 "SELECT COUNT(*) FILTER (WHERE reference = $3), COUNT(*) FROM pilotage_promotions
@@ -352,12 +364,7 @@ impl SharedState for PostgresState {
         let entries = serde_json::to_string(snapshot.entries()).map_err(err)?;
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(err)?;
-        tx.execute(
-            "SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(2) || $2, 0))",
-            &[&owner, &language],
-        )
-        .await
-        .map_err(err)?;
+        lock_scope(&tx, 2, owner, language).await?;
         tx.execute(
             "INSERT INTO pilotage_catalogs (owner, language, version, entries, served_at, seq)
              VALUES ($1, $2, $3, $4, clock_timestamp(),
