@@ -7,12 +7,16 @@
 //! cargo run --example automation -- --store /tmp/runs.sqlite  # choose the run store file
 //! cargo run --example automation -- --http 127.0.0.1:8788 --stateless \
 //!     --jwt-secret-file secret.txt --jwt-issuer https://issuer.example   # verified callers
+//! cargo run --example automation -- --http 127.0.0.1:8788 --stateless \
+//!     --postgres postgres://pilotage@db/pilotage --jwt-secret-file secret.txt  # one replica of several
 //! ```
 //!
 //! Runs are retained for one hour (retention "PT1H") in an SQLite run store that survives
 //! restarts: by default `$PILOTAGE_DATA_DIR/automation-runs.sqlite`, else
 //! `$XDG_DATA_HOME/pilotage/automation-runs.sqlite`, else
-//! `$HOME/.local/share/pilotage/automation-runs.sqlite`. Logs go to stderr (stdout is the MCP
+//! `$HOME/.local/share/pilotage/automation-runs.sqlite`. With `--postgres URL` the runs,
+//! idempotency keys, promotions and served catalogs live in that PostgreSQL database instead
+//! (migrated at start), so several replicas behind one URL serve the same callers. Logs go to stderr (stdout is the MCP
 //! channel over stdio). Each MCP session gets its own freshly seeded building.
 //!
 //! Over HTTP, `--jwt-secret-file PATH` (HS256/384/512) or `--jwks PATH` (RS256, ES256, keys by
@@ -40,7 +44,7 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, Context};
 use clap::Parser;
-use pilotage::state::SqliteState;
+use pilotage::state::{PostgresState, SharedState, SqliteState};
 use pilotage::Server;
 
 /// Serve the automation/v1 Pilotage Language over MCP.
@@ -58,6 +62,11 @@ struct Cli {
     /// The SQLite run store file (created when missing).
     #[arg(long, value_name = "PATH", display_order = 101)] // after --allowed-host
     store: Option<PathBuf>,
+    /// Keep runs, idempotency keys, promotions and served catalogs in this PostgreSQL database
+    /// (a `postgres://` URL; tables are created or migrated at start), shared by every replica
+    /// started with the same URL. Replaces `--store`.
+    #[arg(long, value_name = "URL", conflicts_with = "store", display_order = 102)]
+    postgres: Option<String>,
 }
 
 #[tokio::main]
@@ -76,7 +85,38 @@ fn default_store() -> anyhow::Result<PathBuf> {
 }
 
 async fn serve(cli: Cli) -> anyhow::Result<()> {
-    let path = match cli.store {
+    let state = match &cli.postgres {
+        Some(url) => postgres_state(url).await?,
+        None => sqlite_state(cli.store.clone())?,
+    };
+    let server = cli
+        .transport
+        .identity(Server::builder())?
+        .name("pilotage-automation", env!("CARGO_PKG_VERSION"))
+        .language(engine::Automation::new)
+        .state(state)
+        .stateless(cli.stateless)
+        .build()
+        .context("building the Pilotage server")?;
+    cli::serve(server, cli.transport, cli.stateless, "automation/v1", None).await
+}
+
+/// The PostgreSQL state of a replica, migrated.
+async fn postgres_state(url: &str) -> anyhow::Result<Arc<dyn SharedState>> {
+    let state = PostgresState::connect(url)
+        .await
+        .map_err(|e| anyhow!(e))
+        .context("connecting to the PostgreSQL state store (--postgres)")?;
+    tracing::info!(
+        schema_version = state.schema_version().await.unwrap_or(-1),
+        "PostgreSQL state store ready"
+    );
+    Ok(Arc::new(state))
+}
+
+/// The SQLite run store at `path` (or the default file), with expired runs purged.
+fn sqlite_state(path: Option<PathBuf>) -> anyhow::Result<Arc<dyn SharedState>> {
+    let path = match path {
         Some(p) => p,
         None => default_store()?,
     };
@@ -88,14 +128,5 @@ async fn serve(cli: Cli) -> anyhow::Result<()> {
         .with_context(|| format!("opening the run store {}", path.display()))?;
     let purged = store.purge_now();
     tracing::info!(store = %path.display(), purged, "run store open");
-    let server = cli
-        .transport
-        .identity(Server::builder())?
-        .name("pilotage-automation", env!("CARGO_PKG_VERSION"))
-        .language(engine::Automation::new)
-        .state(Arc::new(store))
-        .stateless(cli.stateless)
-        .build()
-        .context("building the Pilotage server")?;
-    cli::serve(server, cli.transport, cli.stateless, "automation/v1", None).await
+    Ok(Arc::new(store))
 }

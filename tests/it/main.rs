@@ -64,6 +64,7 @@ mod loop_duplex;
 mod loop_http;
 mod loop_stdio;
 mod readme;
+mod replicas;
 mod schemas;
 mod sql_loop;
 mod ui;

@@ -220,10 +220,24 @@ pub const STATELESS: &str = "2026-07-28";
 pub async fn stateless_request(
     url: &str,
     method: &str,
-    mut params: Value,
+    params: Value,
     capabilities: Value,
     authorization: Option<&str>,
 ) -> Value {
+    try_stateless_request(url, method, params, capabilities, authorization)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`stateless_request`], with a server that does not answer (or answers no JSON) as an error
+/// rather than a panic: for tests that kill servers under load.
+pub async fn try_stateless_request(
+    url: &str,
+    method: &str,
+    mut params: Value,
+    capabilities: Value,
+    authorization: Option<&str>,
+) -> Result<Value, String> {
     params["_meta"] = serde_json::json!({
         "io.modelcontextprotocol/protocolVersion": STATELESS,
         "io.modelcontextprotocol/clientCapabilities": capabilities,
@@ -245,14 +259,14 @@ pub async fn stateless_request(
     if let Some(value) = authorization {
         request = request.header("authorization", value);
     }
-    let response = request.body(body.to_string()).send().await.expect("POST");
+    let response = request.body(body.to_string()).send().await.map_err(|e| format!("POST {url}: {e}"))?;
     assert!(response.headers().get("mcp-session-id").is_none(), "a stateless request got a session");
-    let text = response.text().await.unwrap();
+    let text = response.text().await.map_err(|e| format!("reading the answer of {url}: {e}"))?;
     let json = text
         .lines()
         .filter_map(|l| l.strip_prefix("data:"))
         .map(str::trim)
         .find(|d| d.contains("\"id\""))
         .unwrap_or(text.trim());
-    serde_json::from_str(json).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+    serde_json::from_str(json).map_err(|e| format!("not JSON ({e}): {text}"))
 }

@@ -25,7 +25,7 @@ pub mod schemas;
 mod surface;
 
 pub use conn::{Conn, ToolCall};
-pub use http::{stateless_request, HttpServer, HttpStyle, STATELESS};
+pub use http::{stateless_request, try_stateless_request, HttpServer, HttpStyle, STATELESS};
 pub use lines::example_binary;
 pub use schemas::{assert_def, ToolKind};
 

@@ -117,7 +117,10 @@ impl PostgresState {
     pub async fn connect_with(url: &str, options: PostgresOptions) -> StoreResult<Self> {
         let mut config: tokio_postgres::Config = url.parse().map_err(err)?;
         config.connect_timeout(options.wait);
-        config.options(format!("-c statement_timeout={}", options.statement_timeout.as_millis()));
+        // Keep the URL's own `options` (a `search_path`, say) and bound every statement.
+        let url_options = config.get_options().map(|o| format!("{o} ")).unwrap_or_default();
+        config
+            .options(format!("{url_options}-c statement_timeout={}", options.statement_timeout.as_millis()));
         let manager =
             Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let pool = Pool::builder(manager)
