@@ -71,6 +71,11 @@ impl Recorder {
     pub fn steps(&self) -> Vec<TraceStep> {
         self.state().steps.clone()
     }
+    /// The steps recorded so far, taken out of the recorder (which keeps none): for the
+    /// runtime once the Run is over, so the trace is not copied.
+    pub fn take_steps(&self) -> Vec<TraceStep> {
+        std::mem::take(&mut self.state().steps)
+    }
     /// Whether the step bound was exceeded (a step or decision was refused).
     pub fn exceeded(&self) -> bool {
         self.state().exceeded

@@ -107,20 +107,23 @@ pub fn truncate_output(v: &Value) -> Value {
 /// The steps as they appear at `level`: summary omits inputs and truncates outputs;
 /// control-flow entries never carry input or output.
 pub fn render_steps(steps: &[TraceStep], level: TraceLevel) -> Vec<TraceStep> {
-    steps
-        .iter()
-        .map(|s| {
-            let mut s = s.clone();
-            if s.is_control_flow() {
-                s.input = None;
-                s.output = None;
-            } else if level == TraceLevel::Summary {
-                s.input = None;
-                s.output = s.output.as_ref().map(truncate_output);
-            }
-            s
-        })
-        .collect()
+    steps.iter().map(|s| render_step(s.clone(), level)).collect()
+}
+
+/// [`render_steps`] on steps the caller owns: nothing is copied.
+pub fn render_steps_owned(steps: Vec<TraceStep>, level: TraceLevel) -> Vec<TraceStep> {
+    steps.into_iter().map(|s| render_step(s, level)).collect()
+}
+
+fn render_step(mut s: TraceStep, level: TraceLevel) -> TraceStep {
+    if s.is_control_flow() {
+        s.input = None;
+        s.output = None;
+    } else if level == TraceLevel::Summary {
+        s.input = None;
+        s.output = s.output.as_ref().map(truncate_output);
+    }
+    s
 }
 
 /// The trace fetch response.

@@ -24,6 +24,7 @@ use self::call::{CallEnd, EngineCall};
 use crate::engine::{CatalogSnapshot, Engine, LanguageSpec, Limits};
 use crate::model::capabilities::{Capability, CapabilityDeclaration};
 use crate::model::errors::{ErrorKind, RequestError};
+use crate::state::promotions::Promoted;
 use crate::state::session::Session;
 use crate::state::Stores;
 
@@ -60,19 +61,45 @@ impl Ctx<'_> {
         self.session.engines[self.index].clone()
     }
 
+    /// Whether this Language has a promote tool (`promoted` kind and `plan`): without one,
+    /// no caller holds promotions and the store is not asked.
+    pub fn promotes(&self) -> bool {
+        self.lang.spec.sets.promoted.is_some() && self.lang.effective.declares(Capability::Plan)
+    }
+
+    /// The caller's promotions of this Language, oldest first: one store read per operation.
+    pub async fn promotions(&self) -> OpResult<Vec<Arc<Promoted>>> {
+        if !self.promotes() {
+            return Ok(Vec::new());
+        }
+        self.session.promoted_all(self.index).await.map_err(store_failed)
+    }
+
     /// The caller's snapshot for a catalog-bearing Language (`None` without `catalog`). One
     /// operation takes it once, so drift check, validation and promotion baseline all see the
     /// same catalog.
     pub async fn snapshot(&self) -> OpResult<Option<Arc<CatalogSnapshot>>> {
+        let promoted = self.promotions().await?;
+        self.snapshot_given(&promoted).await
+    }
+
+    /// [`Ctx::snapshot`] with the caller's promotions already read.
+    pub async fn snapshot_given(&self, promoted: &[Arc<Promoted>]) -> OpResult<Option<Arc<CatalogSnapshot>>> {
         if !self.lang.effective.declares(Capability::Catalog) {
             return Ok(None);
         }
-        self.snapshot_now().await.map(Some)
+        self.snapshot_of(promoted).await.map(Some)
     }
 
-    /// The caller's current snapshot (catalog-bearing Languages): the engine's, an engine call
-    /// like any other, plus the caller's promoted programs, remembered for `changed_since`.
+    /// The caller's current snapshot (catalog-bearing Languages).
     pub async fn snapshot_now(&self) -> OpResult<Arc<CatalogSnapshot>> {
+        let promoted = self.promotions().await?;
+        self.snapshot_of(&promoted).await
+    }
+
+    /// The engine's snapshot, an engine call like any other, plus the caller's promoted
+    /// programs `promoted`, remembered for `changed_since`.
+    async fn snapshot_of(&self, promoted: &[Arc<Promoted>]) -> OpResult<Arc<CatalogSnapshot>> {
         let (engine, caller) = (self.engine(), self.session.caller.clone());
         // A snapshot is part of a validation, a run or a lookup: bounded like the shorter of
         // a validation and a tool call.
@@ -82,7 +109,7 @@ impl Ctx<'_> {
             Ok(found) => found.ok_or_else(no_snapshot)?,
             Err(end) => return Err(call_failed(self, "the catalog snapshot", &call, end)),
         };
-        self.session.snapshot(self.index, engine_snapshot).await.map_err(store_failed)
+        self.session.snapshot(self.index, engine_snapshot, promoted).await.map_err(store_failed)
     }
 
     /// An engine call bounded like a tool: `tool_time` and the Language's byte bounds.

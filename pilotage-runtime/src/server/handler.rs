@@ -168,14 +168,13 @@ fn select(shared: &Shared, langs: &[usize], args: &Args) -> OpResult<usize> {
     }
 }
 
-/// The MCP envelope of a reply.
+/// The MCP envelope of a reply: its summary as the text content (never the structured value
+/// stringified only to be replaced, as `CallToolResult::structured` would).
 fn envelope(reply: Reply) -> CallToolResult {
-    let mut r = if reply.is_error {
-        CallToolResult::structured_error(reply.structured)
-    } else {
-        CallToolResult::structured(reply.structured)
-    };
-    r.content = vec![ContentBlock::text(reply.text)];
+    let content = vec![ContentBlock::text(reply.text)];
+    let mut r =
+        if reply.is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
+    r.structured_content = Some(reply.structured);
     r
 }
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use super::promotions::{self, Promoted};
 use super::runs::MemoryRunStore;
 use super::shared::{SharedState, StoreError, StoreResult, Stored};
-use crate::engine::{Caller, CatalogSnapshot, Engine, Limits, SubProgram};
+use crate::engine::{Caller, CatalogSnapshot, Engine, Limits};
 
 pub(crate) struct Session {
     pub caller: Caller,
@@ -88,15 +88,15 @@ impl Session {
         &self,
         lang: usize,
         engine: Arc<CatalogSnapshot>,
+        promoted: &[Arc<Promoted>],
     ) -> StoreResult<Arc<CatalogSnapshot>> {
-        let promoted = self.promoted_all(lang).await?;
         let refs: Vec<String> = promoted.iter().map(|p| p.entry.id.clone()).collect();
         let (snap, tell) = {
             let Some(mut cache) = self.cache(lang) else { return Ok(engine) };
             let snap = match &cache.merged {
                 Some((v, r, s)) if v == engine.version() && *r == refs => s.clone(),
                 _ => {
-                    let snap = promotions::merge(engine.clone(), &promoted);
+                    let snap = promotions::merge(engine.clone(), promoted);
                     cache.merged = Some((engine.version().to_owned(), refs, snap.clone()));
                     snap
                 }
@@ -139,15 +139,6 @@ impl Session {
             return Ok(Some(p));
         }
         Ok(self.promoted_all(lang).await?.into_iter().find(|p| p.entry.id == reference))
-    }
-
-    /// The bodies a run may call as sub-programs (see [`promotions::bodies`]).
-    pub async fn promoted_bodies(
-        &self,
-        lang: usize,
-        snapshot: Option<&CatalogSnapshot>,
-    ) -> StoreResult<std::collections::BTreeMap<String, SubProgram>> {
-        Ok(promotions::bodies(&self.promoted_all(lang).await?, snapshot))
     }
 }
 

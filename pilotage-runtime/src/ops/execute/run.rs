@@ -13,10 +13,11 @@ use crate::model::declaration::{Retention, TraceLevel};
 use crate::model::diagnostic::Diagnostic;
 use crate::model::execution::ExecuteResponse;
 use crate::model::outcome::Outcome;
-use crate::model::trace::{render_steps, Trace, TraceStep};
+use crate::model::trace::{render_steps, render_steps_owned, Trace, TraceStep};
 use crate::ops::call::{CallEnd, EngineCall};
 use crate::ops::validate::{check_context, run_validation};
 use crate::ops::{str_arg, Args, Ctx, OpResult};
+use crate::state::promotions;
 use crate::state::runs::RunRecord;
 
 /// Run a well-formed request: a refusal (not started) or a started Run's response.
@@ -26,7 +27,8 @@ pub(crate) async fn run_checked(
     checked: WellFormed<'_>,
 ) -> OpResult<ExecuteResponse> {
     let run_id = new_run_id();
-    let snapshot = ctx.snapshot().await?;
+    let promoted = ctx.promotions().await?;
+    let snapshot = ctx.snapshot_given(&promoted).await?;
     if let (Some(expected), Some(snap)) = (str_arg(args, "expected_catalog_version"), &snapshot) {
         if expected != snap.version() {
             return Ok(refused(run_id, Outcome::failure("catalog_drift", "catalog version mismatch"), None));
@@ -41,12 +43,7 @@ pub(crate) async fn run_checked(
         program,
         input: args.get("input").map(|v| Arc::new(v.clone())),
         context: args.get("context").map(|v| Arc::new(v.clone())),
-        promoted: Arc::new(
-            ctx.session
-                .promoted_bodies(ctx.index, snapshot.as_deref())
-                .await
-                .map_err(crate::ops::store_failed)?,
-        ),
+        promoted: Arc::new(promotions::bodies(&promoted, snapshot.as_deref())),
         catalog: snapshot,
         caller: ctx.session.caller.clone(),
         mode: checked.mode,
@@ -65,7 +62,10 @@ pub(crate) async fn run_checked(
         ));
     }
     let (outcome, output) = classify(ctx, ended, &recorder, !findings.is_empty())?;
-    let steps = recorder.steps();
+    // The steps are taken out of the recorder: one copy for the inline trace, the record
+    // keeps the originals.
+    let steps = recorder.take_steps();
+    let trace = checked.effective_level.map(|level| inline_trace(&run_id, &steps, level));
     retain(
         ctx,
         &checked,
@@ -76,12 +76,11 @@ pub(crate) async fn run_checked(
             outcome: outcome.clone(),
             output: output.clone(),
             level: checked.ceiling,
-            steps: render_steps(&steps, checked.ceiling),
+            steps: render_steps_owned(steps, checked.ceiling),
             stats: None,
         },
     )
     .await;
-    let trace = checked.effective_level.map(|level| inline_trace(&run_id, &steps, level));
     Ok(ExecuteResponse { run_id, outcome, output, diagnostics: None, trace })
 }
 
