@@ -174,7 +174,7 @@ pub fn check(db: &Db, program: &Json, v: &mut Validation<SqlCode, SqlRisk>) -> V
         return Vec::new();
     };
     let src = Source::new(sql);
-    let statements = match text::split(&src) {
+    let statements = match text::split(&src, &SQLiteDialect {}) {
         Ok(s) => s,
         Err(e) => {
             v.error(SqlCode::SyntaxError, e.range, e.message);
@@ -390,7 +390,7 @@ fn parse(stmt: &Statement, v: &mut Validation<SqlCode, SqlRisk>) -> Option<Ast> 
                 ParserError::ParserError(s) | ParserError::TokenizerError(s) => s,
                 ParserError::RecursionLimitExceeded => "the statement nests too deeply".to_owned(),
             };
-            let (message, at) = split_location(&raw);
+            let (message, at) = text::split_location(&raw);
             let message = message.replace("found: EOF", "found: the end of the statement");
             let where_ = match at {
                 Some(loc) => match stmt.token_at(loc) {
@@ -412,19 +412,6 @@ fn parse(stmt: &Statement, v: &mut Validation<SqlCode, SqlRisk>) -> Option<Ast> 
             None
         }
         Ok(Ok((ast, _))) => Some(ast),
-    }
-}
-
-/// `"Expected: x, found: y at Line: 1, Column: 8"` → the message and the location.
-fn split_location(raw: &str) -> (String, Option<Location>) {
-    let Some(i) = raw.rfind(" at Line: ") else { return (raw.to_owned(), None) };
-    let rest = &raw[i + " at Line: ".len()..];
-    let mut parts = rest.split(", Column: ");
-    let line = parts.next().and_then(|l| l.trim().parse().ok());
-    let column = parts.next().and_then(|c| c.trim().parse().ok());
-    match (line, column) {
-        (Some(line), Some(column)) => (raw[..i].to_owned(), Some(Location { line, column })),
-        _ => (raw.to_owned(), None),
     }
 }
 
