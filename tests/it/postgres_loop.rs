@@ -39,6 +39,9 @@ CREATE TABLE orders (
 CREATE VIEW order_totals AS
   SELECT c.id AS customer_id, c.name, count(o.id) AS orders, coalesce(sum(o.quantity * o.price), 0) AS total
   FROM customers AS c LEFT JOIN orders AS o ON o.customer_id = c.id GROUP BY c.id;
+CREATE TABLE price_list (item text PRIMARY KEY, price numeric(10, 2) NOT NULL);
+CREATE TABLE audit_log (id serial PRIMARY KEY, note text NOT NULL);
+INSERT INTO price_list VALUES ('pen', 1.50), ('cable', 4.50);
 CREATE FUNCTION tier_rank(t text) RETURNS integer LANGUAGE sql IMMUTABLE
   AS $$ SELECT CASE t WHEN 'gold' THEN 1 WHEN 'silver' THEN 2 ELSE 3 END $$;
 INSERT INTO customers (id, name, email, tier) VALUES
@@ -63,7 +66,8 @@ async fn admin(url: &str) -> tokio_postgres::Client {
 
 impl Fixture {
     /// A new schema `sqlpg_<tag>_<pid>_<n>` with the demo rows; `<schema>_reader` may SELECT
-    /// customers and the view, `<schema>_writer` may also change customers and orders.
+    /// customers, the view and the price list, `<schema>_writer` may also change customers and
+    /// orders (and create tables); neither may touch `audit_log`.
     pub async fn new(tag: &str) -> Fixture {
         static N: AtomicUsize = AtomicUsize::new(0);
         let n = N.fetch_add(1, Ordering::SeqCst);
@@ -76,7 +80,8 @@ impl Fixture {
              CREATE SCHEMA {s}; SET search_path = {s}; {SETUP}
              CREATE ROLE {r} NOLOGIN; CREATE ROLE {w} NOLOGIN;
              GRANT USAGE ON SCHEMA {s} TO {r}, {w}; GRANT CREATE ON SCHEMA {s} TO {w};
-             GRANT SELECT ON customers, order_totals TO {r};
+             GRANT SELECT ON customers, order_totals, price_list TO {r};
+             GRANT SELECT ON price_list TO {w};
              GRANT SELECT, INSERT, UPDATE, DELETE ON customers, orders TO {w};
              GRANT SELECT ON order_totals TO {w};
              GRANT USAGE ON SEQUENCE orders_id_seq TO {w};
@@ -264,7 +269,7 @@ async fn validation_plans_and_diagnoses_with_postgres_positions() {
     assert_eq!(findings(&ddl)[0].1, range(2, 35, 2, 36), "{ddl}");
     let catalog = conn.call_ok("pilotage_catalog", json!({"language": "sql/postgres", "verb": "list"})).await;
     let ids: Vec<&str> = catalog["items"].as_array().unwrap().iter().map(|e| e["id"].as_str().unwrap()).collect();
-    assert_eq!(ids, ["customers", "order_totals", "orders", "tier_rank(t text)"]);
+    assert_eq!(ids, ["customers", "order_totals", "orders", "price_list", "tier_rank(t text)"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -273,7 +278,7 @@ async fn a_run_is_one_transaction_with_a_trace_step_per_statement() {
     let http = HttpServer::start(&f.server(Some(&f.writer))).await;
     let mut conn = session(&http).await;
     let before = conn.call_ok("pg_world_fingerprint", json!({})).await;
-    assert_eq!(before["rows"], json!({"customers": 3, "orders": 4}));
+    assert_eq!(before["rows"], json!({"audit_log": 0, "customers": 3, "orders": 4, "price_list": 2}));
 
     let program = "INSERT INTO orders (customer_id, item, quantity, price) VALUES (:c, :item, 2, 2.50);\n\
                    SELECT item, quantity, price FROM orders WHERE customer_id = :c ORDER BY id";
@@ -297,7 +302,7 @@ async fn a_run_is_one_transaction_with_a_trace_step_per_statement() {
     assert_eq!(steps[1]["calls"], "orders");
     assert_eq!(steps[1]["input"], json!({"access": "insert"}));
     let after = conn.call_ok("pg_world_fingerprint", json!({})).await;
-    assert_eq!(after["rows"], json!({"customers": 3, "orders": 5}));
+    assert_eq!(after["rows"], json!({"audit_log": 0, "customers": 3, "orders": 5, "price_list": 2}));
 
     // A constraint violation in the second statement rolls the first back.
     let failing = "UPDATE customers SET tier = 'silver' WHERE id = 3;\nINSERT INTO orders (customer_id, item, quantity, price) VALUES (3, 'x', 0, 1)";
@@ -369,8 +374,8 @@ async fn two_verified_callers_see_their_own_roles_catalogs_and_diagnostics() {
     let ids = |c: &Value| -> Vec<String> {
         c["items"].as_array().unwrap().iter().map(|e| e["id"].as_str().unwrap().to_owned()).collect()
     };
-    assert_eq!(ids(&reader), ["customers", "order_totals", "tier_rank(t text)"], "{reader}");
-    assert_eq!(ids(&writer), ["customers", "order_totals", "orders", "tier_rank(t text)"], "{writer}");
+    assert_eq!(ids(&reader), ["customers", "order_totals", "price_list", "tier_rank(t text)"], "{reader}");
+    assert_eq!(ids(&writer), ["customers", "order_totals", "orders", "price_list", "tier_rank(t text)"], "{writer}");
     assert_ne!(reader["catalog_version"], writer["catalog_version"]);
 
     let program = json!({"query": "DELETE FROM customers WHERE id = 3"});

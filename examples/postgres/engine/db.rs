@@ -142,6 +142,8 @@ pub struct Relation {
     pub updatable: bool,
     pub privileges: Privileges,
     pub columns: Vec<Column>,
+    /// `COMMENT ON` text, part of the entry's description.
+    pub comment: Option<String>,
 }
 
 /// One function the role may execute.
@@ -288,7 +290,8 @@ pub async fn introspect(client: &impl GenericClient, schema: &str) -> Result<Sch
         .query(
             "SELECT c.relname, c.relkind IN ('v', 'm'), pg_relation_is_updatable(c.oid, false) > 0, \
                     has_table_privilege(c.oid, 'SELECT'), has_table_privilege(c.oid, 'INSERT'), \
-                    has_table_privilege(c.oid, 'UPDATE'), has_table_privilege(c.oid, 'DELETE') \
+                    has_table_privilege(c.oid, 'UPDATE'), has_table_privilege(c.oid, 'DELETE'), \
+                    obj_description(c.oid, 'pg_class') \
              FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
              WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f') \
                AND has_table_privilege(c.oid, 'SELECT, INSERT, UPDATE, DELETE') \
@@ -304,6 +307,7 @@ pub async fn introspect(client: &impl GenericClient, schema: &str) -> Result<Sch
             updatable: r.get(2),
             privileges: Privileges { select: r.get(3), insert: r.get(4), update: r.get(5), delete: r.get(6) },
             columns: Vec::new(),
+            comment: r.get(7),
         })
         .collect();
     let columns = client
@@ -407,9 +411,10 @@ impl Relation {
             PgRisk::Safe
         };
         let (kind, what) = if self.view { (PgKind::View, "View") } else { (PgKind::Table, "Table") };
+        let comment = self.comment.as_deref().map(|c| format!(" {c}")).unwrap_or_default();
         let mut e = CatalogEntry::new(self.name.clone(), kind, self.name.clone(), risk)
             .description(format!(
-                "{what} with columns {}. Your role may {} it{}. input_schema is a row you can INSERT, output_schema a row you SELECT.",
+                "{what} with columns {}. Your role may {} it{}. input_schema is a row you can INSERT, output_schema a row you SELECT.{comment}",
                 names.join(", "),
                 granted.join(", "),
                 if self.view && !self.updatable { " (PostgreSQL cannot write through this view)" } else { "" },
