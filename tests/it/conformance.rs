@@ -194,7 +194,8 @@ async fn postgres_over_http_sse() {
     let f = crate::postgres_loop::Fixture::new("conf_http").await;
     let server = f.server(Some(&f.writer));
     let report =
-        runner::run(&http(&server, HttpStyle::Full).await, &binding("sql/postgres"), "http (SSE)", None).await;
+        runner::run(&http(&server, HttpStyle::Full).await, &binding("sql/postgres"), "http (SSE)", None)
+            .await;
     assert_no_fail(&report);
 }
 

@@ -73,7 +73,8 @@ impl Fixture {
         let n = N.fetch_add(1, Ordering::SeqCst);
         let schema = format!("sqlpg_{tag}_{}_{n}", std::process::id());
         let url = pilotage::state::suite::test_postgres_url();
-        let f = Fixture { reader: format!("{schema}_reader"), writer: format!("{schema}_writer"), schema, url };
+        let f =
+            Fixture { reader: format!("{schema}_reader"), writer: format!("{schema}_writer"), schema, url };
         let (s, r, w) = (&f.schema, &f.reader, &f.writer);
         let sql = format!(
             "DROP SCHEMA IF EXISTS {s} CASCADE; DROP ROLE IF EXISTS {r}; DROP ROLE IF EXISTS {w};
@@ -179,7 +180,13 @@ fn findings(v: &Value) -> Vec<(String, Value, String)> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|d| (d["code"].as_str().unwrap().to_owned(), d["path"].clone(), d["message"].as_str().unwrap().to_owned()))
+        .map(|d| {
+            (
+                d["code"].as_str().unwrap().to_owned(),
+                d["path"].clone(),
+                d["message"].as_str().unwrap().to_owned(),
+            )
+        })
         .collect()
 }
 
@@ -218,7 +225,9 @@ async fn validation_plans_and_diagnoses_with_postgres_positions() {
     let bad = validate(&mut conn, "SELECT :first, nope FROM customers WHERE id = :id").await;
     assert_eq!(findings(&bad)[0].1, range(1, 16, 1, 20), "{bad}");
 
-    let bad = validate(&mut conn, "SELECT id FROM customers JOIN orders ON orders.customer_id = customers.id").await;
+    let bad =
+        validate(&mut conn, "SELECT id FROM customers JOIN orders ON orders.customer_id = customers.id")
+            .await;
     assert_eq!(findings(&bad)[0].0, "ambiguous_column");
     assert_eq!(findings(&bad)[0].1, range(1, 8, 1, 10));
 
@@ -241,7 +250,10 @@ async fn validation_plans_and_diagnoses_with_postgres_positions() {
     }
 
     let bad = validate(&mut conn, "SELECT name FROM customers WHERE id = $1").await;
-    assert_eq!((findings(&bad)[0].0.as_str(), &findings(&bad)[0].1), ("bad_placeholder", &range(1, 39, 1, 41)));
+    assert_eq!(
+        (findings(&bad)[0].0.as_str(), &findings(&bad)[0].1),
+        ("bad_placeholder", &range(1, 39, 1, 41))
+    );
 
     // Risk from the statement's shape; the estimate of an unqualified change as a warning.
     let all = validate(&mut conn, "DELETE FROM orders").await;
@@ -256,19 +268,32 @@ async fn validation_plans_and_diagnoses_with_postgres_positions() {
     let every = validate(&mut conn, "UPDATE orders SET quantity = 2 WHERE true").await;
     assert_eq!(every["plan"]["max_risk"], "destructive", "{every}");
     // A data-modifying WITH is as risky as its DELETE.
-    let hidden = validate(&mut conn, "WITH d AS (DELETE FROM orders WHERE id = 1 RETURNING id) SELECT count(*) FROM d").await;
+    let hidden = validate(
+        &mut conn,
+        "WITH d AS (DELETE FROM orders WHERE id = 1 RETURNING id) SELECT count(*) FROM d",
+    )
+    .await;
     assert_eq!(hidden["plan"]["max_risk"], "destructive", "{hidden}");
 
     // DDL of the allow-list runs in the validation transaction, rolled back: later statements
     // see it, the database never does.
-    let ddl = validate(&mut conn, "CREATE TABLE notes (id int PRIMARY KEY, body text);\nINSERT INTO notes VALUES (1, 'x')").await;
+    let ddl = validate(
+        &mut conn,
+        "CREATE TABLE notes (id int PRIMARY KEY, body text);\nINSERT INTO notes VALUES (1, 'x')",
+    )
+    .await;
     assert_eq!(ddl["valid"], true, "{ddl}");
     assert_eq!(ddl["plan"]["steps"], json!([step("stmt-1", None, "write"), step("stmt-2", None, "write")]));
-    let ddl = validate(&mut conn, "CREATE TABLE notes (id int PRIMARY KEY, body text);\nINSERT INTO notes VALUES (1, 'x', 3)").await;
+    let ddl = validate(
+        &mut conn,
+        "CREATE TABLE notes (id int PRIMARY KEY, body text);\nINSERT INTO notes VALUES (1, 'x', 3)",
+    )
+    .await;
     assert_eq!(findings(&ddl)[0].0, "syntax_error", "{ddl}");
     assert_eq!(findings(&ddl)[0].1, range(2, 35, 2, 36), "{ddl}");
     let catalog = conn.call_ok("pilotage_catalog", json!({"language": "sql/postgres", "verb": "list"})).await;
-    let ids: Vec<&str> = catalog["items"].as_array().unwrap().iter().map(|e| e["id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> =
+        catalog["items"].as_array().unwrap().iter().map(|e| e["id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["customers", "order_totals", "orders", "price_list", "tier_rank(t text)"]);
 }
 
@@ -283,7 +308,10 @@ async fn a_run_is_one_transaction_with_a_trace_step_per_statement() {
     let program = "INSERT INTO orders (customer_id, item, quantity, price) VALUES (:c, :item, 2, 2.50);\n\
                    SELECT item, quantity, price FROM orders WHERE customer_id = :c ORDER BY id";
     let ran = conn
-        .call_ok("run_sql", json!({"query": program, "input": {"c": 3, "item": "pen"}, "trace_level": "full"}))
+        .call_ok(
+            "run_sql",
+            json!({"query": program, "input": {"c": 3, "item": "pen"}, "trace_level": "full"}),
+        )
         .await;
     assert_eq!(ran["outcome"]["status"], "success", "{ran}");
     assert_eq!(
@@ -310,7 +338,11 @@ async fn a_run_is_one_transaction_with_a_trace_step_per_statement() {
     assert_eq!(ran["outcome"]["status"], "partial", "{ran}");
     let last = ran["trace"]["steps"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["outcome"]["status"], "constraint_violated", "{ran}");
-    assert_eq!(conn.call_ok("pg_world_fingerprint", json!({})).await, after, "nothing of the failed run persists");
+    assert_eq!(
+        conn.call_ok("pg_world_fingerprint", json!({})).await,
+        after,
+        "nothing of the failed run persists"
+    );
 
     // Inputs bind exactly.
     let refused = conn.call_ok("run_sql", json!({"query": "SELECT :a", "input": {"a": 1, "b": 2}})).await;
@@ -321,7 +353,10 @@ async fn a_run_is_one_transaction_with_a_trace_step_per_statement() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_runaway_statement_is_cancelled_on_the_server() {
     let f = Fixture::new("cancel").await;
-    let limits = pilotage::engine::Limits { execute_time: Duration::from_millis(1500), ..pilotage::engine::Limits::default() };
+    let limits = pilotage::engine::Limits {
+        execute_time: Duration::from_millis(1500),
+        ..pilotage::engine::Limits::default()
+    };
     let server = pilotage::Server::builder()
         .name("pg-test", "0")
         .language(postgres::Pg::factory(f.db(Some(&f.writer)), true))
@@ -338,13 +373,22 @@ async fn a_runaway_statement_is_cancelled_on_the_server() {
     assert_eq!(step["outcome"]["status"], "timeout", "{ran}");
     // The statement timeout is the run's time left, less a fifth: at most 1200 ms here.
     let error = step["outcome"]["error"].as_str().unwrap();
-    let ms: u64 = error.strip_prefix("cancelled by statement_timeout after ").unwrap().strip_suffix(" ms").unwrap().parse().unwrap();
+    let ms: u64 = error
+        .strip_prefix("cancelled by statement_timeout after ")
+        .unwrap()
+        .strip_suffix(" ms")
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!((1000..=1200).contains(&ms), "{error}");
     // Nothing of it still runs on the server.
     let client = admin(&pilotage::state::suite::test_postgres_url()).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let running: i64 = client
-        .query_one("SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(30)' AND state = 'active'", &[])
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(30)' AND state = 'active'",
+            &[],
+        )
         .await
         .unwrap()
         .get(0);
@@ -352,9 +396,12 @@ async fn a_runaway_statement_is_cancelled_on_the_server() {
 }
 
 async fn stateless(url: &str, sub: &str, role: &str, name: &str, arguments: Value) -> Value {
-    let token = support::auth::sign(&support::auth::claims(sub, json!({"pg_role": role})), support::auth::SECRET);
+    let token =
+        support::auth::sign(&support::auth::claims(sub, json!({"pg_role": role})), support::auth::SECRET);
     let params = json!({"name": name, "arguments": arguments});
-    let got = support::stateless_request(url, "tools/call", params, json!({}), Some(&format!("Bearer {token}"))).await;
+    let got =
+        support::stateless_request(url, "tools/call", params, json!({}), Some(&format!("Bearer {token}")))
+            .await;
     got["result"]["structuredContent"].clone()
 }
 
@@ -375,7 +422,11 @@ async fn two_verified_callers_see_their_own_roles_catalogs_and_diagnostics() {
         c["items"].as_array().unwrap().iter().map(|e| e["id"].as_str().unwrap().to_owned()).collect()
     };
     assert_eq!(ids(&reader), ["customers", "order_totals", "price_list", "tier_rank(t text)"], "{reader}");
-    assert_eq!(ids(&writer), ["customers", "order_totals", "orders", "price_list", "tier_rank(t text)"], "{writer}");
+    assert_eq!(
+        ids(&writer),
+        ["customers", "order_totals", "orders", "price_list", "tier_rank(t text)"],
+        "{writer}"
+    );
     assert_ne!(reader["catalog_version"], writer["catalog_version"]);
 
     let program = json!({"query": "DELETE FROM customers WHERE id = 3"});
@@ -388,7 +439,9 @@ async fn two_verified_callers_see_their_own_roles_catalogs_and_diagnostics() {
     );
     let w = stateless(http.url(), "walt", &f.writer, "validate_sql", program).await;
     assert_eq!(w["valid"], true, "{w}");
-    let r = stateless(http.url(), "rita", &f.reader, "validate_sql", json!({"query": "SELECT * FROM orders"})).await;
+    let r =
+        stateless(http.url(), "rita", &f.reader, "validate_sql", json!({"query": "SELECT * FROM orders"}))
+            .await;
     assert_eq!(r["diagnostics"][0]["code"], "unknown_table", "{r}");
 
     // A GRANT is the database's: the reader's catalog moves, the writer's does not.

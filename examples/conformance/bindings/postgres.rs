@@ -6,75 +6,46 @@
 
 use serde_json::json;
 
-use crate::runner::binding::{Binding, Case, CaseOp, Invisible, Observe, Program, Surface, Tier, ToolHook};
-
-const INSERT: &str = "INSERT INTO orders (customer_id, item, quantity, price) VALUES";
-const NO_STEP_NAMES: &str =
-    "step identifiers are generated from the text (`stmt-N`, `stmt-N.ref-K`), never chosen by the author";
-const STRAIGHT: &str =
-    "SQL programs are straight-line: statements run in sequence, with no branch or loop steps";
-
-fn code(member: &'static str, bad: &str, good: &str) -> Case {
-    Case::code(member, json!(bad), json!(good))
-}
+use super::sql::{code, shared_cases, status, INSERT, NO_STEP_NAMES, STRAIGHT};
+use crate::runner::binding::{Binding, Invisible, Observe, Program, Tier, ToolHook};
 
 pub fn binding() -> Binding {
-    let status = |member, bad: String, good: String| {
-        Case::new(
-            Surface::Status,
-            member,
-            CaseOp::Execute,
-            json!({"program": bad, "trace_level": "full"}),
-            json!({"program": good, "trace_level": "full"}),
-        )
-    };
-    let cases = vec![
-        Case::code("malformed_program", json!({"select": 1}), json!("SELECT 1")),
-        code("syntax_error", "SELEC name FROM customers", "SELECT name FROM customers"),
+    let mut cases = shared_cases();
+    cases.extend([
         code("forbidden_statement", "COPY customers TO STDOUT", "SELECT name FROM customers"),
-        code("bad_placeholder", "SELECT name FROM customers WHERE id = $1", "SELECT name FROM customers WHERE id = 1"),
-        code("unknown_table", "SELECT name FROM custmers", "SELECT name FROM customers"),
-        code("unknown_column", "SELECT nmae FROM customers", "SELECT name FROM customers"),
         code(
-            "ambiguous_column",
-            "SELECT id FROM customers JOIN orders ON orders.customer_id = customers.id",
-            "SELECT customers.id FROM customers JOIN orders ON orders.customer_id = customers.id",
+            "bad_placeholder",
+            "SELECT name FROM customers WHERE id = $1",
+            "SELECT name FROM customers WHERE id = 1",
         ),
-        code("unknown_function", "SELECT tier_rnk(tier) FROM customers", "SELECT tier_rank(tier) FROM customers"),
         code(
-            "not_writable",
-            "DELETE FROM order_totals WHERE customer_id = 1",
-            "DELETE FROM orders WHERE customer_id = 1",
+            "unknown_function",
+            "SELECT tier_rnk(tier) FROM customers",
+            "SELECT tier_rank(tier) FROM customers",
         ),
-        code("type_mismatch", "SELECT name FROM customers WHERE id = 'one'", "SELECT name FROM customers WHERE id = 1"),
+        code(
+            "type_mismatch",
+            "SELECT name FROM customers WHERE id = 'one'",
+            "SELECT name FROM customers WHERE id = 1",
+        ),
         code(
             "permission_denied",
             "DELETE FROM price_list WHERE item = 'pen'",
             "SELECT price FROM price_list WHERE item = 'pen'",
         ),
         code("already_exists", "CREATE TABLE customers (id int)", "CREATE TABLE customers_copy (id int)"),
-        code("constraint", "SELECT name, count(*) FROM customers", "SELECT tier, count(*) FROM customers GROUP BY tier"),
-        Case::new(
-            Surface::Code,
-            "context_binding",
-            CaseOp::Validate,
-            json!({"program": "SELECT 1", "context": {"tenant": "t1"}}),
-            json!({"program": "SELECT 1"}),
+        code(
+            "constraint",
+            "SELECT name, count(*) FROM customers",
+            "SELECT tier, count(*) FROM customers GROUP BY tier",
         ),
-        Case::new(
-            Surface::Code,
-            "input_binding",
-            CaseOp::Execute,
-            json!({"program": "SELECT name FROM customers WHERE id = :id", "input": {"id": [1]}}),
-            json!({"program": "SELECT name FROM customers WHERE id = :id", "input": {"id": 1}}),
-        ),
-        status("constraint_violated", format!("{INSERT} (1, 'pen', 0, 1.5)"), format!("{INSERT} (1, 'pen', 1, 1.5)")),
+        // Validation cannot know: FOR UPDATE needs the UPDATE privilege at execution only.
         status(
             "permission_denied",
-            "SELECT price FROM price_list FOR UPDATE".to_owned(),
-            "SELECT price FROM price_list".to_owned(),
+            json!({"program": "SELECT price FROM price_list FOR UPDATE", "trace_level": "full"}),
+            json!({"program": "SELECT price FROM price_list", "trace_level": "full"}),
         ),
-    ];
+    ]);
     Binding {
         language: "sql/postgres",
         argument: "query",
@@ -85,7 +56,9 @@ pub fn binding() -> Binding {
             program: json!(format!("{INSERT} (1, 'conformance pen', 1, 2.5);\nSELECT count(*) FROM orders")),
             input: Some(json!({})),
         },
-        different_input: Err("only the idempotency vectors use it, and sql/postgres declares no execute.idempotency"),
+        different_input: Err(
+            "only the idempotency vectors use it, and sql/postgres declares no execute.idempotency",
+        ),
         invalid: json!(format!("{INSERT} (1, 'must never be stored', 1, 1.0);\nSELECT name FROM custmers")),
         unknown_name: Ok(json!("SELECT name FROM custmers")),
         warnings_only: Ok(json!("UPDATE orders SET quantity = quantity")),

@@ -6,30 +6,22 @@ use serde_json::{json, Value};
 
 use crate::runner::binding::{Binding, Case, CaseOp, Invisible, Observe, Program, Surface, Tier, ToolHook};
 
-const INSERT: &str = "INSERT INTO orders (customer_id, item, quantity, price) VALUES";
-const NO_STEP_NAMES: &str =
+/// The demo's order insert, up to its values (also `sql/postgres`'s fixture).
+pub const INSERT: &str = "INSERT INTO orders (customer_id, item, quantity, price) VALUES";
+pub const NO_STEP_NAMES: &str =
     "step identifiers are generated from the text (`stmt-N`, `stmt-N.ref-K`), never chosen by the author";
-const STRAIGHT: &str =
+pub const STRAIGHT: &str =
     "SQL programs are straight-line: statements run in sequence, with no branch or loop steps";
 
-fn code(member: &'static str, bad: &str, good: &str) -> Case {
+pub fn code(member: &'static str, bad: &str, good: &str) -> Case {
     Case::code(member, json!(bad), json!(good))
 }
 
-fn status(member: &'static str, bad: Value, good: Value) -> Case {
-    Case::new(Surface::Status, member, CaseOp::Execute, bad, good)
-}
-
-pub fn binding() -> Binding {
-    let cases = vec![
+/// The cases both SQL Languages share: over the same demo tables, the same programs.
+pub fn shared_cases() -> Vec<Case> {
+    vec![
         Case::code("malformed_program", json!({"select": 1}), json!("SELECT 1")),
         code("syntax_error", "SELEC name FROM customers", "SELECT name FROM customers"),
-        code("forbidden_statement", "PRAGMA table_info(customers)", "SELECT name FROM customers"),
-        code(
-            "bad_placeholder",
-            "SELECT name FROM customers WHERE id = ?",
-            "SELECT name FROM customers WHERE id = 1",
-        ),
         code("unknown_table", "SELECT name FROM custmers", "SELECT name FROM customers"),
         code("unknown_column", "SELECT nmae FROM customers", "SELECT name FROM customers"),
         code(
@@ -41,16 +33,6 @@ pub fn binding() -> Binding {
             "not_writable",
             "DELETE FROM order_totals WHERE customer_id = 1",
             "DELETE FROM orders WHERE customer_id = 1",
-        ),
-        code(
-            "type_mismatch",
-            &format!("{INSERT} ('one', 'pen', 1, 1.5)"),
-            &format!("{INSERT} (1, 'pen', 1, 1.5)"),
-        ),
-        code(
-            "constraint",
-            "INSERT INTO customers (name, email, tier) VALUES ('Ada')",
-            "INSERT INTO customers (name, email, tier) VALUES ('Ada', 'ada@example.com', 'gold')",
         ),
         Case::new(
             Surface::Code,
@@ -71,12 +53,38 @@ pub fn binding() -> Binding {
             json!({"program": format!("{INSERT} (1, 'pen', 0, 1.5)"), "trace_level": "full"}),
             json!({"program": format!("{INSERT} (1, 'pen', 1, 1.5)"), "trace_level": "full"}),
         ),
+    ]
+}
+
+pub fn status(member: &'static str, bad: Value, good: Value) -> Case {
+    Case::new(Surface::Status, member, CaseOp::Execute, bad, good)
+}
+
+pub fn binding() -> Binding {
+    let mut cases = shared_cases();
+    cases.extend([
+        code("forbidden_statement", "PRAGMA table_info(customers)", "SELECT name FROM customers"),
+        code(
+            "bad_placeholder",
+            "SELECT name FROM customers WHERE id = ?",
+            "SELECT name FROM customers WHERE id = 1",
+        ),
+        code(
+            "type_mismatch",
+            &format!("{INSERT} ('one', 'pen', 1, 1.5)"),
+            &format!("{INSERT} (1, 'pen', 1, 1.5)"),
+        ),
+        code(
+            "constraint",
+            "INSERT INTO customers (name, email, tier) VALUES ('Ada')",
+            "INSERT INTO customers (name, email, tier) VALUES ('Ada', 'ada@example.com', 'gold')",
+        ),
         status(
             "timeout",
             json!({"program": "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n", "trace_level": "full"}),
             json!({"program": "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n LIMIT 10) SELECT count(*) FROM n", "trace_level": "full"}),
         ),
-    ];
+    ]);
     Binding {
         language: "sql/sqlite-3",
         argument: "query",

@@ -69,7 +69,7 @@ impl Access {
             Access::Insert | Access::Update | Access::Create => PgRisk::Write,
             Access::UpdateAll | Access::Delete | Access::Truncate | Access::Alter | Access::Drop => {
                 PgRisk::Destructive
-            },
+            }
         }
     }
 
@@ -192,7 +192,13 @@ const DENIED_FUNCTIONS: &[&str] = &[
 
 /// Whether `name` (lower case, unqualified) is on the deny-list.
 pub fn denied_function(name: &str) -> bool {
-    DENIED_FUNCTIONS.iter().any(|d| if d.ends_with('_') { name.starts_with(d) } else { name == *d || name.starts_with(&format!("{d}_")) })
+    DENIED_FUNCTIONS.iter().any(|d| {
+        if d.ends_with('_') {
+            name.starts_with(d)
+        } else {
+            name == *d || name.starts_with(&format!("{d}_"))
+        }
+    })
 }
 
 fn span_range(s: Span) -> TextRange {
@@ -238,24 +244,17 @@ pub fn validate(db: &Arc<Db>, program: &Json, v: &mut Validation<PgCode, PgRisk>
 /// Both passes over `program`, findings reported on `v`; the statements that passed (all of
 /// them when `v` has no error).
 pub fn check(db: &Arc<Db>, program: &Json, v: &mut Validation<PgCode, PgRisk>) -> Vec<Checked> {
-    let Some(sql) = program.as_str() else {
-        v.error(PgCode::MalformedProgram, TextRange::new(1, 1, 1, 1), "the program must be SQL text (a JSON string)")
-            .hint("pass the statements as one string: {\"query\": \"SELECT ...\"}");
-        return Vec::new();
-    };
-    let src = Source::new(sql);
-    let statements = match text::split(&src, &PostgreSqlDialect {}) {
-        Ok(s) => s,
+    let (src, statements) = match text::statements(program, &PostgreSqlDialect {}) {
+        Ok(found) => found,
         Err(e) => {
-            v.error(PgCode::SyntaxError, e.range, e.message);
+            let code = if e.malformed { PgCode::MalformedProgram } else { PgCode::SyntaxError };
+            let d = v.error(code, e.range, e.message);
+            if let Some(h) = e.hint {
+                d.hint(h);
+            }
             return Vec::new();
         }
     };
-    if statements.is_empty() {
-        v.error(PgCode::MalformedProgram, src.whole(), "the program has no statement")
-            .hint("write at least one statement, e.g. SELECT * FROM customers");
-        return Vec::new();
-    }
     let mut names = Names { schema: db.schema.clone(), created: Vec::new(), dropped: Vec::new() };
     let first: Vec<(Statement, Checked)> = statements
         .into_iter()
@@ -359,11 +358,20 @@ fn report(src: &Source<'_>, stmt: &Statement, c: &Checked, e: &PgError, v: &mut 
     let at = e
         .position
         .and_then(|p| c.byte_of(p))
-        .map(|b| stmt.token_covering(src, b).map(token_range).unwrap_or_else(|| {
-            let l = src.location_of(b);
-            range(l, Location { line: l.line, column: l.column + 1 })
-        }))
-        .or_else(|| c.spans.iter().find(|(n, _)| e.message.contains(&format!("\"{n}\"")) || e.message.ends_with(&format!(" {n}"))).map(|(_, s)| span_range(*s)))
+        .map(|b| {
+            stmt.token_covering(src, b).map(token_range).unwrap_or_else(|| {
+                let l = src.location_of(b);
+                range(l, Location { line: l.line, column: l.column + 1 })
+            })
+        })
+        .or_else(|| {
+            c.spans
+                .iter()
+                .find(|(n, _)| {
+                    e.message.contains(&format!("\"{n}\"")) || e.message.ends_with(&format!(" {n}"))
+                })
+                .map(|(_, s)| span_range(*s))
+        })
         .unwrap_or(stmt.range);
     let code = match e.code.as_str() {
         "42601" => Some(PgCode::SyntaxError),
@@ -417,7 +425,12 @@ struct Names {
 }
 
 /// The first pass over one statement; `None` when it has findings (already reported).
-fn analyze(src: &Source<'_>, stmt: &Statement, names: &mut Names, v: &mut Validation<PgCode, PgRisk>) -> Option<Checked> {
+fn analyze(
+    src: &Source<'_>,
+    stmt: &Statement,
+    names: &mut Names,
+    v: &mut Validation<PgCode, PgRisk>,
+) -> Option<Checked> {
     let words: Vec<(String, &sqlparser::tokenizer::TokenWithSpan)> = stmt
         .tokens
         .iter()
@@ -431,15 +444,27 @@ fn analyze(src: &Source<'_>, stmt: &Statement, names: &mut Names, v: &mut Valida
     let (first, first_token) = (&words[0].0, words[0].1);
     let next = words.get(1).map(|w| w.0.as_str()).unwrap_or_default();
     if let Some((why, hint)) = forbidden_word(first, next) {
-        let what = if matches!(first.as_str(), "CREATE" | "ALTER" | "DROP") { format!("{first} {next}") } else { first.clone() };
-        v.error(PgCode::ForbiddenStatement, token_range(first_token), format!("{what} statements are outside sql/postgres: {why}"))
-            .hint(hint);
+        let what = if matches!(first.as_str(), "CREATE" | "ALTER" | "DROP") {
+            format!("{first} {next}")
+        } else {
+            first.clone()
+        };
+        v.error(
+            PgCode::ForbiddenStatement,
+            token_range(first_token),
+            format!("{what} statements are outside sql/postgres: {why}"),
+        )
+        .hint(hint);
         return None;
     }
     let mut ok = true;
     for b in &stmt.bad_placeholders {
-        v.error(PgCode::BadPlaceholder, b.range, format!("placeholder `{}` is not a `:name` placeholder", b.text))
-            .hint("parameters are named: write :name and pass {\"name\": value} as input");
+        v.error(
+            PgCode::BadPlaceholder,
+            b.range,
+            format!("placeholder `{}` is not a `:name` placeholder", b.text),
+        )
+        .hint("parameters are named: write :name and pass {\"name\": value} as input");
         ok = false;
     }
     let (pg_sql, param_names, shifts) = rewrite(src, stmt);
@@ -479,8 +504,12 @@ fn analyze(src: &Source<'_>, stmt: &Statement, names: &mut Names, v: &mut Valida
     let mut found = Found::default();
     let _ = ast.visit(&mut found);
     if let Some(span) = found.select_into {
-        v.error(PgCode::ForbiddenStatement, span_range(span), "SELECT INTO creates a table: outside sql/postgres")
-            .hint("write CREATE TABLE ... AS SELECT ...");
+        v.error(
+            PgCode::ForbiddenStatement,
+            span_range(span),
+            "SELECT INTO creates a table: outside sql/postgres",
+        )
+        .hint("write CREATE TABLE ... AS SELECT ...");
         ok = false;
     }
     for (span, name) in &found.functions {
@@ -495,7 +524,13 @@ fn analyze(src: &Source<'_>, stmt: &Statement, names: &mut Names, v: &mut Valida
         if shape.new_name.is_some_and(|s| s == r.span()) {
             continue;
         }
-        let access = found.writes.iter().chain(&shape.targets).find(|(s, _)| *s == r.span()).map(|(_, a)| *a).unwrap_or(Access::Read);
+        let access = found
+            .writes
+            .iter()
+            .chain(&shape.targets)
+            .find(|(s, _)| *s == r.span())
+            .map(|(_, a)| *a)
+            .unwrap_or(Access::Read);
         relations.push((r.clone(), access));
     }
     for (s, a) in &shape.targets {
@@ -510,8 +545,12 @@ fn analyze(src: &Source<'_>, stmt: &Statement, names: &mut Names, v: &mut Valida
         let parts: Vec<String> = name.0.iter().map(folded).collect();
         let Some(relation) = parts.last().cloned() else { continue };
         if parts.len() > 1 && parts[parts.len() - 2] != names.schema {
-            v.error(PgCode::UnknownTable, span_range(span), format!("`{}`: only schema `{}` is served", parts.join("."), names.schema))
-                .hint(format!("write `{relation}`"));
+            v.error(
+                PgCode::UnknownTable,
+                span_range(span),
+                format!("`{}`: only schema `{}` is served", parts.join("."), names.schema),
+            )
+            .hint(format!("write `{relation}`"));
             ok = false;
             continue;
         }
@@ -520,8 +559,12 @@ fn analyze(src: &Source<'_>, stmt: &Statement, names: &mut Names, v: &mut Valida
         }
         checked.spans.push((relation.clone(), span));
         if names.dropped.contains(&relation) {
-            v.error(PgCode::UnknownTable, span_range(span), format!("`{relation}` is dropped by an earlier statement of this program"))
-                .hint("reorder the statements, or do not drop it");
+            v.error(
+                PgCode::UnknownTable,
+                span_range(span),
+                format!("`{relation}` is dropped by an earlier statement of this program"),
+            )
+            .hint("reorder the statements, or do not drop it");
             ok = false;
             continue;
         }
@@ -531,7 +574,9 @@ fn analyze(src: &Source<'_>, stmt: &Statement, names: &mut Names, v: &mut Valida
         ok &= resolve(&relation, access, span, v, &mut refs);
     }
     for (span, name) in &found.functions {
-        let entry = v.catalog().and_then(|s| s.entries().iter().find(|e| e.kind == "function" && e.name == *name).cloned());
+        let entry = v
+            .catalog()
+            .and_then(|s| s.entries().iter().find(|e| e.kind == "function" && e.name == *name).cloned());
         if let Some(e) = entry {
             let risk = if e.risk == "write" { PgRisk::Write } else { PgRisk::Safe };
             if !refs.iter().any(|r| r.entry == e.id) {
@@ -563,11 +608,18 @@ fn analyze(src: &Source<'_>, stmt: &Statement, names: &mut Names, v: &mut Valida
 /// Resolve one relation against the caller's catalog: it exists for the caller, PostgreSQL
 /// can write through it when written, and the caller's role holds the privilege the access
 /// needs. Adds (or raises) its reference; returns whether all is well.
-fn resolve(name: &str, access: Access, span: Span, v: &mut Validation<PgCode, PgRisk>, refs: &mut Vec<Ref>) -> bool {
+fn resolve(
+    name: &str,
+    access: Access,
+    span: Span,
+    v: &mut Validation<PgCode, PgRisk>,
+    refs: &mut Vec<Ref>,
+) -> bool {
     let entry = v.catalog().and_then(|s| s.get(name)).filter(|e| e.kind != "function").cloned();
     let Some(entry) = entry else {
         let hint = v.catalog().and_then(|s| {
-            closest(name, s.entries().iter().filter(|e| e.kind != "function").map(|e| e.id.as_str())).map(|c| format!("close match: {c}"))
+            closest(name, s.entries().iter().filter(|e| e.kind != "function").map(|e| e.id.as_str()))
+                .map(|c| format!("close match: {c}"))
         });
         v.error(PgCode::UnknownTable, span_range(span), format!("no table or view `{name}` in your catalog"))
             .hint(hint.unwrap_or_else(|| "list the tables and views with pilotage_catalog".to_owned()));
@@ -575,13 +627,22 @@ fn resolve(name: &str, access: Access, span: Span, v: &mut Validation<PgCode, Pg
     };
     let writes = !matches!(access, Access::Read | Access::Call);
     if entry.kind == "view" && writes && !entry.tags.iter().any(|t| t == "updatable") {
-        v.error(PgCode::NotWritable, span_range(span), format!("`{name}` is a view PostgreSQL cannot write through"))
-            .hint("write to the underlying tables instead");
+        v.error(
+            PgCode::NotWritable,
+            span_range(span),
+            format!("`{name}` is a view PostgreSQL cannot write through"),
+        )
+        .hint("write to the underlying tables instead");
         return false;
     }
     if let Some(p) = access.privilege() {
         if !entry.tags.iter().any(|t| t == p) {
-            let granted: Vec<String> = entry.tags.iter().filter(|t| ["select", "insert", "update", "delete"].contains(&t.as_str())).map(|t| t.to_uppercase()).collect();
+            let granted: Vec<String> = entry
+                .tags
+                .iter()
+                .filter(|t| ["select", "insert", "update", "delete"].contains(&t.as_str()))
+                .map(|t| t.to_uppercase())
+                .collect();
             v.error(
                 PgCode::PermissionDenied,
                 span_range(span),
@@ -647,9 +708,10 @@ fn parse(stmt: &Statement) -> Result<Ast, Option<(String, Option<Location>)>> {
         Ok(Err(ParserError::ParserError(s) | ParserError::TokenizerError(s))) => {
             Err(Some(text::split_location(&s.replace("found: EOF", "found: the end of the statement"))))
         }
-        Ok(Ok((_, next))) if next.token != Token::EOF => {
-            Err(Some((format!("unexpected `{}` after the end of the statement", next.token), Some(next.span.start))))
-        }
+        Ok(Ok((_, next))) if next.token != Token::EOF => Err(Some((
+            format!("unexpected `{}` after the end of the statement", next.token),
+            Some(next.span.start),
+        ))),
         Ok(Ok((ast, _))) => Ok(ast),
     }
 }
@@ -681,8 +743,12 @@ fn classify(ast: &Ast) -> Option<Shape> {
             created: c.name.0.last().map(folded),
             ..ddl(PgRisk::Write)
         },
-        Ast::CreateIndex(i) => Shape { targets: vec![(i.table_name.span(), Access::Create)], ..ddl(PgRisk::Write) },
-        Ast::AlterTable(a) => Shape { targets: vec![(a.name.span(), Access::Alter)], ..ddl(PgRisk::Destructive) },
+        Ast::CreateIndex(i) => {
+            Shape { targets: vec![(i.table_name.span(), Access::Create)], ..ddl(PgRisk::Write) }
+        }
+        Ast::AlterTable(a) => {
+            Shape { targets: vec![(a.name.span(), Access::Alter)], ..ddl(PgRisk::Destructive) }
+        }
         Ast::Truncate(t) => Shape {
             targets: t.table_names.iter().map(|n| (n.name.span(), Access::Truncate)).collect(),
             ..ddl(PgRisk::Destructive)
@@ -745,7 +811,8 @@ impl Visitor for Found {
             }
             Ast::Update(u) => {
                 if let TableFactor::Table { name, .. } = &u.table.relation {
-                    let access = if every_row(u.selection.as_ref()) { Access::UpdateAll } else { Access::Update };
+                    let access =
+                        if every_row(u.selection.as_ref()) { Access::UpdateAll } else { Access::Update };
                     self.writes.push((name.span(), access));
                 }
             }

@@ -230,7 +230,8 @@ impl Db {
     {
         let pool = self.pool.clone();
         let task = self.runtime().spawn(async move {
-            let client = pool.get().await.map_err(|e| PgError::other(format!("no database connection: {e}")))?;
+            let client =
+                pool.get().await.map_err(|e| PgError::other(format!("no database connection: {e}")))?;
             work(client).await
         });
         futures::executor::block_on(task).unwrap_or_else(|e| Err(PgError::other(e.to_string())))
@@ -325,7 +326,12 @@ pub async fn introspect(client: &impl GenericClient, schema: &str) -> Result<Sch
     for r in &columns {
         let table: String = r.get(0);
         if let Some(rel) = relations.iter_mut().find(|t| t.name == table) {
-            rel.columns.push(Column { name: r.get(1), ty: r.get(2), not_null: r.get(3), has_default: r.get(4) });
+            rel.columns.push(Column {
+                name: r.get(1),
+                ty: r.get(2),
+                not_null: r.get(3),
+                has_default: r.get(4),
+            });
         }
     }
     let functions = client
@@ -460,7 +466,13 @@ impl Schema {
 /// its tables, with each table's row count: the harnesses' observation of the world.
 pub async fn world_fingerprint(client: &Client, schema: &str) -> Result<Json, PgError> {
     let s = introspect(client, schema).await?;
-    let mut canonical = format!("{:?}", s.relations.iter().map(|r| (&r.name, r.view, r.columns.iter().map(|c| (&c.name, &c.ty)).collect::<Vec<_>>())).collect::<Vec<_>>());
+    let mut canonical = format!(
+        "{:?}",
+        s.relations
+            .iter()
+            .map(|r| (&r.name, r.view, r.columns.iter().map(|c| (&c.name, &c.ty)).collect::<Vec<_>>()))
+            .collect::<Vec<_>>()
+    );
     let mut counts = serde_json::Map::new();
     for t in s.relations.iter().filter(|r| !r.view) {
         let sql = format!(

@@ -30,7 +30,7 @@ mod digest;
 #[path = "../../common/placeholders.rs"]
 mod placeholders;
 mod run;
-#[allow(dead_code)] // `first`, `last`, `program_text`: what sql/sqlite-3 uses
+#[allow(dead_code)] // `first`, `last`, `parameter_names`: what sql/sqlite-3 uses
 #[path = "../../sql/engine/text.rs"]
 mod text;
 mod values;
@@ -177,7 +177,9 @@ impl Pg {
     )]
     pub(crate) fn fingerprint(&self, _args: &Json) -> Result<Json, String> {
         let schema = self.db.schema.clone();
-        self.db.block(move |client| async move { db::world_fingerprint(&client, &schema).await }).map_err(|e| e.message)
+        self.db
+            .block(move |client| async move { db::world_fingerprint(&client, &schema).await })
+            .map_err(|e| e.message)
     }
 
     #[plain_tool(
@@ -191,7 +193,9 @@ impl Pg {
         }
         let ddl = args["ddl"].as_str().ok_or("`ddl` must be a string")?.to_owned();
         let schema = self.db.schema.clone();
-        self.db.block(move |client| async move { db::admin_batch(&client, &schema, &ddl).await }).map_err(|e| e.message)?;
+        self.db
+            .block(move |client| async move { db::admin_batch(&client, &schema, &ddl).await })
+            .map_err(|e| e.message)?;
         Ok(json!({"applied": true}))
     }
 }

@@ -109,9 +109,8 @@ async fn statement(tx: &Transaction<'_>, c: &Checked, params: &[Text]) -> Result
     let budget = Budget::current();
     let mut rows = Vec::new();
     for row in fetched.iter().take(ROW_LIMIT) {
-        let cells: Vec<Json> = (0..columns.len())
-            .map(|i| row.try_get::<_, Cell>(i).map(|c| c.0))
-            .collect::<Result<_, _>>()?;
+        let cells: Vec<Json> =
+            (0..columns.len()).map(|i| row.try_get::<_, Cell>(i).map(|c| c.0)).collect::<Result<_, _>>()?;
         let row = Json::Array(cells);
         // Rows are held until the run ends: charged to the run's byte budget, so large rows end
         // the run at its memory bound instead of building an unbounded answer.
@@ -121,7 +120,10 @@ async fn statement(tx: &Transaction<'_>, c: &Checked, params: &[Text]) -> Result
                 budget.limit(),
                 rows.len()
             );
-            return Err(Failed { error: PgError { code: "53200".into(), message, ..PgError::default() }, stopped: false });
+            return Err(Failed {
+                error: PgError { code: "53200".into(), message, ..PgError::default() },
+                stopped: false,
+            });
         }
         rows.push(row);
     }
@@ -139,13 +141,17 @@ async fn statement(tx: &Transaction<'_>, c: &Checked, params: &[Text]) -> Result
 fn failure(f: &Failed, timeout: Duration) -> (Failure<PgStatus>, String) {
     let e = &f.error;
     match e.code.as_str() {
-        "57014" if f.stopped => (Failure::Engine(PgStatus::Timeout), "cancelled on the server at the run's bound".into()),
+        "57014" if f.stopped => {
+            (Failure::Engine(PgStatus::Timeout), "cancelled on the server at the run's bound".into())
+        }
         "57014" => (
             Failure::Engine(PgStatus::Timeout),
             format!("cancelled by statement_timeout after {} ms", timeout.as_millis()),
         ),
         "53200" => (Failure::Partial, e.message.clone()),
-        "42501" => (Failure::Engine(PgStatus::PermissionDenied), format!("PostgreSQL (42501): {}", e.message)),
+        "42501" => {
+            (Failure::Engine(PgStatus::PermissionDenied), format!("PostgreSQL (42501): {}", e.message))
+        }
         c if c.starts_with("23") => {
             (Failure::Engine(PgStatus::ConstraintViolated), format!("PostgreSQL ({c}): {}", e.message))
         }
@@ -211,7 +217,8 @@ pub async fn execute(db: &Arc<Db>, program: &Json, run: &mut Run<PgStatus>) -> F
                 c.id
             ));
         }
-        let values: Vec<Text> = c.names.iter().map(|n| Text::of(params.get(n).unwrap_or(&Json::Null))).collect();
+        let values: Vec<Text> =
+            c.names.iter().map(|n| Text::of(params.get(n).unwrap_or(&Json::Null))).collect();
         let used: serde_json::Map<String, Json> =
             c.names.iter().filter_map(|n| params.get(n).map(|v| (n.clone(), v.clone()))).collect();
         let input = json!({"sql": c.sql, "params": used});
@@ -233,8 +240,10 @@ pub async fn execute(db: &Arc<Db>, program: &Json, run: &mut Run<PgStatus>) -> F
                 if f.stopped {
                     drop(deadpool_postgres::Object::take(client));
                 }
-                let summary =
-                    format!("{} failed: {message}; the transaction was rolled back: no change persists", c.id);
+                let summary = format!(
+                    "{} failed: {message}; the transaction was rolled back: no change persists",
+                    c.id
+                );
                 return if i == 0 { Finish::error(summary) } else { Finish::partial(summary) };
             }
         }

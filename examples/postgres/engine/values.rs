@@ -6,7 +6,7 @@
 use std::error::Error;
 
 use pilotage::prelude::*;
-use tokio_postgres::types::{private::BytesMut, FromSql, Format, IsNull, ToSql, Type};
+use tokio_postgres::types::{private::BytesMut, Format, FromSql, IsNull, ToSql, Type};
 
 type BoxError = Box<dyn Error + Sync + Send>;
 
@@ -95,7 +95,8 @@ fn numeric(raw: &[u8]) -> Result<String, BoxError> {
         0xF000 => return Ok("-Infinity".to_owned()),
         _ => {}
     }
-    let digits: Vec<i16> = (0..usize::try_from(ndigits)?).map(|k| word(8 + 2 * k)).collect::<Result<_, _>>()?;
+    let digits: Vec<i16> =
+        (0..usize::try_from(ndigits)?).map(|k| word(8 + 2 * k)).collect::<Result<_, _>>()?;
     let mut int = String::new();
     for k in 0..=i32::from(weight).max(-1) {
         let d = usize::try_from(k).ok().and_then(|k| digits.get(k)).copied().unwrap_or(0);

@@ -156,36 +156,17 @@ pub fn validate(db: &Mutex<Db>, program: &Json, v: &mut Validation<SqlCode, SqlR
 /// Check every statement of `program`, reporting findings on `v`; the statements that passed
 /// with what was learned about them (all of them when `v` has no error).
 pub fn check(db: &Db, program: &Json, v: &mut Validation<SqlCode, SqlRisk>) -> Vec<(Statement, Analysis)> {
-    let Some(sql) = text::program_text(program) else {
-        let kind = match program {
-            Json::Null => "null",
-            Json::Bool(_) => "a boolean",
-            Json::Number(_) => "a number",
-            Json::Array(_) => "an array",
-            Json::Object(_) => "an object",
-            Json::String(_) => "a string",
-        };
-        v.error(
-            SqlCode::MalformedProgram,
-            TextRange::new(1, 1, 1, 1),
-            format!("the program must be SQL text (a JSON string), not {kind}"),
-        )
-        .hint("pass the statements as one string: {\"query\": \"SELECT ...\"}");
-        return Vec::new();
-    };
-    let src = Source::new(sql);
-    let statements = match text::split(&src, &SQLiteDialect {}) {
-        Ok(s) => s,
+    let (src, statements) = match text::statements(program, &SQLiteDialect {}) {
+        Ok(found) => found,
         Err(e) => {
-            v.error(SqlCode::SyntaxError, e.range, e.message);
+            let code = if e.malformed { SqlCode::MalformedProgram } else { SqlCode::SyntaxError };
+            let d = v.error(code, e.range, e.message);
+            if let Some(h) = e.hint {
+                d.hint(h);
+            }
             return Vec::new();
         }
     };
-    if statements.is_empty() {
-        v.error(SqlCode::MalformedProgram, src.whole(), "the program has no statement")
-            .hint("write at least one statement, e.g. SELECT * FROM customers");
-        return Vec::new();
-    }
     let visible = Visible::new(v.catalog(), db.tables());
     let mut dropped: Vec<String> = Vec::new();
     let mut checked = Vec::new();

@@ -73,7 +73,8 @@ pub fn significant(t: &TokenWithSpan) -> bool {
 pub struct Placeholder {
     /// The name without the colon.
     pub name: String,
-    /// Where it is, colon included.
+    /// Where it is, colon included (sql/postgres rewrites it to `$k`).
+    #[allow(dead_code)]
     pub span: Span,
 }
 
@@ -201,9 +202,53 @@ fn placeholders(tokens: &[TokenWithSpan]) -> (Vec<Placeholder>, Vec<BadPlacehold
     (good, bad)
 }
 
-/// The program's text, or `None` when the program is not a JSON string.
-pub fn program_text(program: &Json) -> Option<&str> {
-    program.as_str()
+/// Why a program has no statement to check: not text (`malformed`), not tokenizable, or
+/// empty; reported by the engine with its own codes.
+pub struct NoStatements {
+    /// `malformed_program` (else `syntax_error`).
+    pub malformed: bool,
+    pub range: TextRange,
+    pub message: String,
+    pub hint: Option<&'static str>,
+}
+
+/// The program's text and its statements (tokenized with `dialect`).
+pub fn statements<'a>(
+    program: &'a Json,
+    dialect: &dyn Dialect,
+) -> Result<(Source<'a>, Vec<Statement>), NoStatements> {
+    let Some(sql) = program.as_str() else {
+        let kind = match program {
+            Json::Null => "null",
+            Json::Bool(_) => "a boolean",
+            Json::Number(_) => "a number",
+            Json::Array(_) => "an array",
+            Json::Object(_) => "an object",
+            Json::String(_) => "a string",
+        };
+        return Err(NoStatements {
+            malformed: true,
+            range: TextRange::new(1, 1, 1, 1),
+            message: format!("the program must be SQL text (a JSON string), not {kind}"),
+            hint: Some("pass the statements as one string: {\"query\": \"SELECT ...\"}"),
+        });
+    };
+    let src = Source::new(sql);
+    let statements = split(&src, dialect).map_err(|e| NoStatements {
+        malformed: false,
+        range: e.range,
+        message: e.message,
+        hint: None,
+    })?;
+    if statements.is_empty() {
+        return Err(NoStatements {
+            malformed: true,
+            range: src.whole(),
+            message: "the program has no statement".to_owned(),
+            hint: Some("write at least one statement, e.g. SELECT * FROM customers"),
+        });
+    }
+    Ok((src, statements))
 }
 
 /// `"Expected: x, found: y at Line: 1, Column: 8"` → the message and the location.
