@@ -39,6 +39,17 @@ pub fn binding() -> Binding {
             "SELECT name, count(*) FROM customers",
             "SELECT tier, count(*) FROM customers GROUP BY tier",
         ),
+        code(
+            "every_row",
+            "UPDATE orders SET quantity = quantity",
+            "UPDATE orders SET quantity = quantity WHERE id = 1",
+        ),
+        // The statement timeout (5 s) cancels it on the server.
+        status(
+            "timeout",
+            json!({"program": "SELECT pg_sleep(30)", "trace_level": "full"}),
+            json!({"program": "SELECT pg_sleep(0)", "trace_level": "full"}),
+        ),
         // Validation cannot know: FOR UPDATE needs the UPDATE privilege at execution only.
         status(
             "permission_denied",
