@@ -12,6 +12,12 @@
 
 mod engine;
 
+// The engine's unit tests run here, once (not again in the `it` binary that includes the
+// engine by path).
+#[cfg(test)]
+#[path = "engine/tests.rs"]
+mod engine_tests;
+
 #[path = "../common/cli.rs"]
 mod cli;
 

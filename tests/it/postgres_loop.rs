@@ -459,3 +459,23 @@ async fn two_verified_callers_see_their_own_roles_catalogs_and_diagnostics() {
     let su = stateless(http.url(), "mallory", "postgres", "validate_sql", json!({"query": "SELECT 1"})).await;
     assert_eq!(su["diagnostics"][0]["code"], "permission_denied", "{su}");
 }
+
+/// The binary checks its database at start: no answer, no server, and a message that says so.
+#[test]
+fn the_binary_refuses_to_start_without_its_database() {
+    let binary = support::example_binary("postgres");
+    let url = "postgres://postgres@127.0.0.1:1/nothing";
+    let out =
+        std::process::Command::new(&binary).args(["--database-url", url]).output().expect("the binary runs");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("error: no PostgreSQL answers at {url}")), "{stderr}");
+    let good = pilotage::state::suite::test_postgres_url();
+    let out = std::process::Command::new(&binary)
+        .args(["--database-url", &good, "--schema", "no_such_schema_here"])
+        .output()
+        .expect("the binary runs");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("schema \"no_such_schema_here\" does not exist"), "{stderr}");
+}

@@ -23,17 +23,17 @@ use std::sync::Arc;
 
 use pilotage::prelude::*;
 
-mod check;
+pub(crate) mod check;
 pub mod db;
 #[path = "../../common/digest.rs"]
 mod digest;
 #[path = "../../common/placeholders.rs"]
 mod placeholders;
-mod run;
+pub(crate) mod run;
 #[allow(dead_code)] // `first`, `last`, `parameter_names`: what sql/sqlite-3 uses
 #[path = "../../sql/engine/text.rs"]
 mod text;
-mod values;
+pub(crate) mod values;
 
 pub use db::{Db, Roles};
 

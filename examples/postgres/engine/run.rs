@@ -38,9 +38,9 @@ pub const TIME_LIMIT: Duration = Duration::from_secs(5);
 const POLL: Duration = Duration::from_millis(20);
 
 /// Cancels the connection's running statement on the server.
-struct Canceller {
-    db: Arc<Db>,
-    token: CancelToken,
+pub(crate) struct Canceller {
+    pub db: Arc<Db>,
+    pub token: CancelToken,
 }
 
 impl Canceller {
@@ -53,10 +53,10 @@ impl Canceller {
 }
 
 /// How a statement failed.
-struct Failed {
-    error: PgError,
+pub(crate) struct Failed {
+    pub error: PgError,
     /// The run's stop signal fired while it ran (and cancelled it).
-    stopped: bool,
+    pub stopped: bool,
 }
 
 impl From<tokio_postgres::Error> for Failed {
@@ -66,10 +66,10 @@ impl From<tokio_postgres::Error> for Failed {
 }
 
 /// Await `work`, cancelling it server-side once the run must stop.
-async fn watched<T>(
+pub(crate) async fn watched<T>(
     work: impl Future<Output = Result<T, Failed>>,
     guard: &Canceller,
-    stop: &StopSignal,
+    stop: Option<&StopSignal>,
     signal: &Signal,
 ) -> Result<T, Failed> {
     tokio::pin!(work);
@@ -78,7 +78,7 @@ async fn watched<T>(
         tokio::select! {
             out = &mut work => return out.map_err(|mut f| { f.stopped |= fired; f }),
             _ = tokio::time::sleep(POLL), if !fired => {
-                if stop.is_set() || signal.is_cancelled() {
+                if stop.is_some_and(StopSignal::is_set) || signal.is_cancelled() {
                     fired = true;
                     guard.cancel();
                 }
@@ -222,7 +222,7 @@ pub async fn execute(db: &Arc<Db>, program: &Json, run: &mut Run<PgStatus>) -> F
         let used: serde_json::Map<String, Json> =
             c.names.iter().filter_map(|n| params.get(n).map(|v| (n.clone(), v.clone()))).collect();
         let input = json!({"sql": c.sql, "params": used});
-        match watched(statement(&tx, c, &values), &guard, &stop, &signal).await {
+        match watched(statement(&tx, c, &values), &guard, Some(&stop), &signal).await {
             Ok((output, trace)) => {
                 run.step(&c.id).input(input).output(trace).succeeded();
                 for (k, r) in c.refs.iter().enumerate() {

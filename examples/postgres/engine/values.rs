@@ -83,7 +83,7 @@ impl<'a> FromSql<'a> for Cell {
 }
 
 /// `numeric`'s binary form (base-10000 digits) as decimal text.
-fn numeric(raw: &[u8]) -> Result<String, BoxError> {
+pub(crate) fn numeric(raw: &[u8]) -> Result<String, BoxError> {
     let word = |i: usize| -> Result<i16, BoxError> {
         let b = raw.get(i..i + 2).ok_or("short numeric")?;
         Ok(i16::from_be_bytes([b[0], b[1]]))
@@ -124,7 +124,7 @@ fn numeric(raw: &[u8]) -> Result<String, BoxError> {
 }
 
 /// Days since 2000-01-01 as `YYYY-MM-DD` (proleptic Gregorian; Howard Hinnant's civil_from_days).
-fn date(days: i64) -> String {
+pub(crate) fn date(days: i64) -> String {
     let z = days + 10_957 + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -138,7 +138,7 @@ fn date(days: i64) -> String {
 }
 
 /// Microseconds since 2000-01-01 00:00 as ISO 8601, with `zone` appended.
-fn timestamp(micros: i64, zone: &str) -> String {
+pub(crate) fn timestamp(micros: i64, zone: &str) -> String {
     if micros == i64::MAX {
         return "infinity".to_owned();
     }
@@ -159,29 +159,4 @@ fn uuid(raw: &[u8]) -> Result<String, BoxError> {
     }
     let hex: String = raw.iter().map(|b| format!("{b:02x}")).collect();
     Ok(format!("{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..]))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dates_and_timestamps_from_the_2000_epoch() {
-        assert_eq!(date(0), "2000-01-01");
-        assert_eq!(date(-1), "1999-12-31");
-        assert_eq!(date(59), "2000-02-29");
-        assert_eq!(timestamp(86_400_000_000 + 3_723_000_001, "Z"), "2000-01-02T01:02:03.000001Z");
-        assert_eq!(timestamp(-1_000_000, ""), "1999-12-31T23:59:59");
-    }
-
-    #[test]
-    fn numerics_keep_every_digit() {
-        // 12345.678: ndigits 3, weight 1, sign +, dscale 3: digits 1, 2345, 6780.
-        let raw = [0, 3, 0, 1, 0, 0, 0, 3, 0, 1, 0x09, 0x29, 0x1a, 0x7c];
-        assert_eq!(numeric(&raw).unwrap(), "12345.678");
-        // -0.05: ndigits 1, weight -1, sign -, dscale 2: digit 500.
-        let raw = [0, 1, 0xff, 0xff, 0x40, 0, 0, 2, 0x01, 0xf4];
-        assert_eq!(numeric(&raw).unwrap(), "-0.05");
-        assert!(numeric(&[0, 1]).is_err(), "a short value is an error, never a panic");
-    }
 }
