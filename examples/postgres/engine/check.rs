@@ -105,6 +105,9 @@ pub struct Checked {
     pub names: Vec<String>,
     /// Schema definition (run, not prepared).
     pub ddl: bool,
+    /// `CREATE TABLE ... AS`: validation runs it `WITH NO DATA`, so its query (and any
+    /// function it calls) never executes before the run.
+    as_query: bool,
     /// `UPDATE` or `DELETE` without `WHERE`: its row estimate is worth a warning.
     pub unqualified: bool,
     pub risk: PgRisk,
@@ -318,8 +321,17 @@ pub fn check(db: &Arc<Db>, program: &Json, v: &mut Validation<PgCode, PgRisk>) -
 /// estimate of an unqualified `UPDATE`/`DELETE`.
 async fn ask(client: &tokio_postgres::Transaction<'_>, c: &Checked) -> Result<Option<f64>, PgError> {
     client.batch_execute("SAVEPOINT pilotage_check").await?;
-    let result = if c.ddl {
-        client.batch_execute(&c.pg_sql).await.map(|_| None)
+    let result = if c.ddl && c.unparsed.is_some() {
+        // Never run what the validator could not read: it is refused anyway.
+        Ok(None)
+    } else if c.ddl {
+        let trimmed = c.pg_sql.trim_end().to_ascii_uppercase();
+        let sql = if c.as_query && !trimmed.ends_with(" DATA") {
+            format!("{} WITH NO DATA", c.pg_sql)
+        } else {
+            c.pg_sql.clone()
+        };
+        client.batch_execute(&sql).await.map(|_| None)
     } else {
         match client.prepare(&c.pg_sql).await {
             Ok(_) if c.unqualified && c.names.is_empty() => Ok(estimate(client, &c.pg_sql).await),
@@ -474,6 +486,7 @@ fn analyze(
         pg_sql,
         names: param_names,
         ddl: false,
+        as_query: false,
         unqualified: false,
         risk: PgRisk::Safe,
         refs: Vec::new(),
@@ -599,6 +612,7 @@ fn analyze(
     let kind_risk = shape.targets.iter().chain(&found.writes).map(|(_, a)| a.risk()).chain([shape.risk]);
     checked.risk = refs.iter().map(|r| r.risk).chain(kind_risk).max().unwrap_or(PgRisk::Safe);
     checked.ddl = shape.ddl;
+    checked.as_query = matches!(&ast, Ast::CreateTable(t) if t.query.is_some());
     checked.unqualified = found.writes.iter().chain(&shape.targets).any(|(_, a)| *a == Access::UpdateAll)
         || found.unqualified_delete;
     checked.refs = refs;

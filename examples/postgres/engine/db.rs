@@ -196,11 +196,20 @@ impl Db {
         let name = schema.to_owned();
         let found = db.block(|c| async move {
             let row = c.query_opt("SELECT 1 FROM pg_namespace WHERE nspname = $1", &[&name]).await?;
-            Ok::<_, PgError>(row.is_some())
+            let su = "SELECT rolsuper FROM pg_roles WHERE rolname = current_user";
+            let superuser: bool = c.query_one(su, &[]).await?.get(0);
+            Ok::<_, PgError>((row.is_some(), superuser))
         });
         match found {
-            Ok(true) => Ok(db),
-            Ok(false) => Err(format!("schema {schema:?} does not exist in the database at {url}")),
+            Ok((true, superuser)) => {
+                if superuser && db.roles.default.is_none() {
+                    tracing::warn!(
+                        "the login role is a superuser and no --default-role is set: callers without a role claim act as a superuser"
+                    );
+                }
+                Ok(db)
+            }
+            Ok((false, _)) => Err(format!("schema {schema:?} does not exist in the database at {url}")),
             Err(e) => Err(format!("no PostgreSQL answers at {url}: {e}")),
         }
     }
