@@ -245,16 +245,32 @@ fn the_request_error_kinds_are_the_official_closed_set() {
     assert_eq!(ours, official);
 }
 
+/// Gate `language` served through `connector`: its published closed-sets guide against the
+/// engine's declared `sets`, the reserved members, then the bound suite (`binding`, over
+/// `transport`) against the `unreachable` list.
+async fn gate_language(
+    connector: &Connector,
+    language: &str,
+    sets: &ClosedSets,
+    unreachable: &[(Surface, &str, &str)],
+    binding: &runner::binding::Binding,
+    transport: &str,
+) {
+    let (body, entry, effective, tools) = published(connector, language).await;
+    let declared = Declared::of(sets, &body);
+    check_reserved(language, &declared);
+    let report = runner::run(connector, binding, transport, None).await;
+    let by_rule = unreachable_by_rule(&entry, &effective, &tools, &declared);
+    let problems = gate(language, &declared, unreachable, &by_rule, &report);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
 #[tokio::test]
 async fn workflow_every_reachable_member_has_both_cases() {
     let server = pilotage::Server::builder().language(workflow::Workflow::new).build().unwrap();
     let http = HttpServer::start(&server).await;
     let connector: Connector = Arc::new(move || Client::from(http.connect(HttpStyle::Plain)));
-    let (body, entry, effective, tools) = published(&connector, "workflow/v1").await;
-    // The engine's own declaration, cross-checked against the guide the server publishes.
     let sets = workflow::Workflow::new().language_spec().sets.clone();
-    let declared = Declared::of(&sets, &body);
-    check_reserved("workflow/v1", &declared);
     let unreachable = [
         (
             Surface::Status,
@@ -268,10 +284,8 @@ async fn workflow_every_reachable_member_has_both_cases() {
             "retention is \"session\" on a session-ful deployment, so `store: true` can always be honoured",
         ),
     ];
-    let report = runner::run(&connector, &bindings::workflow::binding(), "http", None).await;
-    let by_rule = unreachable_by_rule(&entry, &effective, &tools, &declared);
-    let problems = gate("workflow/v1", &declared, &unreachable, &by_rule, &report);
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    gate_language(&connector, "workflow/v1", &sets, &unreachable, &bindings::workflow::binding(), "http")
+        .await;
 }
 
 #[tokio::test]
@@ -279,10 +293,7 @@ async fn sql_every_reachable_member_has_both_cases() {
     let server = pilotage::Server::builder().language(sql::Sql::factory(None)).build().unwrap();
     let http = HttpServer::start(&server).await;
     let connector: Connector = Arc::new(move || Client::from(http.connect(HttpStyle::Plain)));
-    let (body, entry, effective, tools) = published(&connector, "sql/sqlite-3").await;
     let sets = sql::Sql::demo().language_spec().sets.clone();
-    let declared = Declared::of(&sets, &body);
-    check_reserved("sql/sqlite-3", &declared);
     let unreachable = [
         (Surface::Status, "promotion_drift", "no promoted programs: no entry kind is marked promoted (Part IV §4.2)"),
         (Surface::Kind, "unknown_baseline", "catalog.changed_since is not declared"),
@@ -298,10 +309,7 @@ async fn sql_every_reachable_member_has_both_cases() {
             "no fault-injection switch; the validator catches the parser's panics itself and SQLite errors are findings or outcomes",
         ),
     ];
-    let report = runner::run(&connector, &bindings::sql::binding(), "http", None).await;
-    let by_rule = unreachable_by_rule(&entry, &effective, &tools, &declared);
-    let problems = gate("sql/sqlite-3", &declared, &unreachable, &by_rule, &report);
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    gate_language(&connector, "sql/sqlite-3", &sets, &unreachable, &bindings::sql::binding(), "http").await;
 }
 
 #[tokio::test]
@@ -391,9 +399,6 @@ async fn postgres_every_reachable_member_has_both_cases() {
         pilotage::Server::builder().language(crate::postgres::Pg::factory(db, true)).build().unwrap();
     let http = HttpServer::start(&server).await;
     let connector: Connector = Arc::new(move || Client::from(http.connect(HttpStyle::Plain)));
-    let (body, entry, effective, tools) = published(&connector, "sql/postgres").await;
-    let declared = Declared::of(&sets, &body);
-    check_reserved("sql/postgres", &declared);
     let unreachable = [
         (Surface::Code, "unavailable", "needs PostgreSQL to stop answering between the catalog and the check"),
         (Surface::Status, "promotion_drift", "no promoted programs: no entry kind is marked promoted (Part IV §4.2)"),
@@ -409,10 +414,8 @@ async fn postgres_every_reachable_member_has_both_cases() {
             "no fault-injection switch; the validator catches the parser's panics itself and PostgreSQL's errors are findings or outcomes",
         ),
     ];
-    let report = runner::run(&connector, &bindings::postgres::binding(), "http", None).await;
-    let by_rule = unreachable_by_rule(&entry, &effective, &tools, &declared);
-    let problems = gate("sql/postgres", &declared, &unreachable, &by_rule, &report);
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    gate_language(&connector, "sql/postgres", &sets, &unreachable, &bindings::postgres::binding(), "http")
+        .await;
 }
 
 #[test]

@@ -6,8 +6,8 @@
 
 use serde_json::json;
 
-use super::sql::{code, shared_cases, status, INSERT, NO_STEP_NAMES, STRAIGHT};
-use crate::runner::binding::{Binding, Invisible, Observe, Program, Tier, ToolHook};
+use super::sql::{code, over_demo_tables, shared_cases, status};
+use crate::runner::binding::{Binding, Invisible, Observe, ToolHook};
 
 pub fn binding() -> Binding {
     let mut cases = shared_cases();
@@ -59,31 +59,8 @@ pub fn binding() -> Binding {
     ]);
     Binding {
         language: "sql/postgres",
-        argument: "query",
-        tier: Tier::Adapted,
-        context: None,
-        mode: "immediate",
-        valid: Program {
-            program: json!(format!("{INSERT} (1, 'conformance pen', 1, 2.5);\nSELECT count(*) FROM orders")),
-            input: Some(json!({})),
-        },
-        different_input: Err(
-            "only the idempotency vectors use it, and sql/postgres declares no execute.idempotency",
-        ),
-        invalid: json!(format!("{INSERT} (1, 'must never be stored', 1, 1.0);\nSELECT name FROM custmers")),
-        unknown_name: Ok(json!("SELECT name FROM custmers")),
         warnings_only: Ok(json!("UPDATE orders SET quantity = quantity")),
-        reserved_char: Err(NO_STEP_NAMES),
-        // Text has no JSON depth: exceed the runtime's program-size bound (1 MiB) instead.
-        pathological: json!(format!("SELECT 1 -- {}", "x".repeat((1 << 20) + 16))),
         unclassifiable: Ok(json!("SELECT name, count(*) FROM customers")),
-        branching: Err(STRAIGHT),
-        zero_loop: Err(STRAIGHT),
-        mid_run_failing: Ok(json!(format!(
-            "SELECT count(*) FROM customers;\n{INSERT} (999, 'no such customer', 1, 1.0);\nSELECT 1"
-        ))),
-        cleanly_failing: Ok(json!(format!("{INSERT} (1, 'zero pens', 0, 1.0)"))),
-        promotion: Err("sql/postgres has no promoted programs: no entry kind is marked promoted"),
         invisible: Ok(Invisible { id: "audit_log", near_miss: json!("SELECT * FROM audit_lo") }),
         observe: Observe::Tool(ToolHook::new("pg_world_fingerprint", json!({}))),
         // A comment is part of the entry's description; the time makes every change a change.
@@ -91,7 +68,6 @@ pub fn binding() -> Binding {
             "pg_schema_apply",
             json!({"ddl": "DO $$ BEGIN EXECUTE format('COMMENT ON TABLE orders IS %L', 'changed ' || clock_timestamp()); END $$"}),
         )),
-        fault: Err("sql/postgres has no fault-injection switch"),
-        cases,
+        ..over_demo_tables(cases)
     }
 }

@@ -87,6 +87,24 @@ pub fn binding() -> Binding {
     ]);
     Binding {
         language: "sql/sqlite-3",
+        warnings_only: Err("sql/sqlite-3 reports only error-severity diagnostics"),
+        unclassifiable: Ok(json!("INSERT INTO customers (name, email, tier) VALUES ('Ada')")),
+        invisible: Ok(Invisible { id: "sqlite_schema", near_miss: json!("SELECT name FROM sqlite_schem") }),
+        observe: Observe::Tool(ToolHook::new("sql_world_fingerprint", json!({}))),
+        perturb_catalog: Ok(ToolHook::new(
+            "sql_schema_apply",
+            json!({"ddl": "ALTER TABLE orders ADD COLUMN note TEXT"}),
+        )),
+        ..over_demo_tables(cases)
+    }
+}
+
+/// What a binding of an SQL Language over the demo tables shares with every other (the
+/// Language's own fields are placeholders the caller replaces): straight-line text programs,
+/// no idempotency, promotion or fault switch.
+pub fn over_demo_tables(cases: Vec<Case>) -> Binding {
+    Binding {
+        language: "",
         argument: "query",
         tier: Tier::Adapted,
         context: None,
@@ -96,29 +114,26 @@ pub fn binding() -> Binding {
             input: Some(json!({})),
         },
         different_input: Err(
-            "only the idempotency vectors use it, and sql/sqlite-3 declares no execute.idempotency",
+            "only the idempotency vectors use it, and no SQL Language declares execute.idempotency",
         ),
         invalid: json!(format!("{INSERT} (1, 'must never be stored', 1, 1.0);\nSELECT name FROM custmers")),
         unknown_name: Ok(json!("SELECT name FROM custmers")),
-        warnings_only: Err("sql/sqlite-3 reports only error-severity diagnostics"),
+        warnings_only: Err("no warning-only program"),
         reserved_char: Err(NO_STEP_NAMES),
         // Text has no JSON depth: exceed the runtime's program-size bound (1 MiB) instead.
         pathological: json!(format!("SELECT 1 -- {}", "x".repeat((1 << 20) + 16))),
-        unclassifiable: Ok(json!("INSERT INTO customers (name, email, tier) VALUES ('Ada')")),
+        unclassifiable: Err("no unclassifiable program"),
         branching: Err(STRAIGHT),
         zero_loop: Err(STRAIGHT),
         mid_run_failing: Ok(json!(format!(
             "SELECT count(*) FROM customers;\n{INSERT} (999, 'no such customer', 1, 1.0);\nSELECT 1"
         ))),
         cleanly_failing: Ok(json!(format!("{INSERT} (1, 'zero pens', 0, 1.0)"))),
-        promotion: Err("sql/sqlite-3 has no promoted programs: no entry kind is marked promoted"),
-        invisible: Ok(Invisible { id: "sqlite_schema", near_miss: json!("SELECT name FROM sqlite_schem") }),
-        observe: Observe::Tool(ToolHook::new("sql_world_fingerprint", json!({}))),
-        perturb_catalog: Ok(ToolHook::new(
-            "sql_schema_apply",
-            json!({"ddl": "ALTER TABLE orders ADD COLUMN note TEXT"}),
-        )),
-        fault: Err("sql/sqlite-3 has no fault-injection switch"),
+        promotion: Err("the SQL Languages have no promoted programs: no entry kind is marked promoted"),
+        invisible: Err("no invisible entry"),
+        observe: Observe::Stateless("no observation tool"),
+        perturb_catalog: Err("no catalog change"),
+        fault: Err("the SQL Languages have no fault-injection switch"),
         cases,
     }
 }
