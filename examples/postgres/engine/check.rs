@@ -25,7 +25,7 @@ use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::{Location, Span, Token};
 
 use super::db::{self, Db, PgError};
-use super::text::{self, range, token_range, Source, Statement};
+use super::text::{self, range, token_range, BadPlaceholder, Source, Statement};
 use super::{PgCode, PgRisk};
 
 /// How long PostgreSQL may take over one validation's statements.
@@ -471,12 +471,7 @@ fn analyze(
     }
     let mut ok = true;
     for b in &stmt.bad_placeholders {
-        v.error(
-            PgCode::BadPlaceholder,
-            b.range,
-            format!("placeholder `{}` is not a `:name` placeholder", b.text),
-        )
-        .hint("parameters are named: write :name and pass {\"name\": value} as input");
+        v.error(PgCode::BadPlaceholder, b.range, b.message()).hint(BadPlaceholder::HINT);
         ok = false;
     }
     let (pg_sql, param_names, shifts) = rewrite(src, stmt);

@@ -25,7 +25,7 @@ use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::{Location, Span, Token};
 
 use super::db::{ColType, Column, Db, Table, FUNCTIONS};
-use super::text::{self, range, token_range, Source, Statement};
+use super::text::{self, range, token_range, BadPlaceholder, Source, Statement};
 use super::{SqlCode, SqlRisk};
 
 /// How a statement uses a table or view.
@@ -205,12 +205,7 @@ fn analyze(
     }
     let mut ok = true;
     for b in &stmt.bad_placeholders {
-        v.error(
-            SqlCode::BadPlaceholder,
-            b.range,
-            format!("placeholder `{}` is not a `:name` placeholder", b.text),
-        )
-        .hint("parameters are named: write :name and pass {\"name\": value} as input");
+        v.error(SqlCode::BadPlaceholder, b.range, b.message()).hint(BadPlaceholder::HINT);
         ok = false;
     }
     let ast = parse(stmt, v)?;

@@ -85,6 +85,16 @@ pub struct BadPlaceholder {
     pub range: TextRange,
 }
 
+impl BadPlaceholder {
+    /// The hint of every `bad_placeholder` diagnostic.
+    pub const HINT: &'static str = "parameters are named: write :name and pass {\"name\": value} as input";
+
+    /// The diagnostic's message.
+    pub fn message(&self) -> String {
+        format!("placeholder `{}` is not a `:name` placeholder", self.text)
+    }
+}
+
 /// One top-level statement: its identifier, tokens (whitespace included), text and range.
 pub struct Statement {
     /// `stmt-N`: N is the 1-based position among the program's non-empty statements.
