@@ -293,22 +293,13 @@ async fn validation_plans_and_diagnoses_with_postgres_positions() {
     assert_eq!(findings(&ddl)[0].1, range(2, 35, 2, 36), "{ddl}");
     // CREATE TABLE ... AS runs WITH NO DATA in validation: its query, and the functions it
     // calls, never run before the run (a sequence would remember).
-    let seq = "SELECT last_value FROM orders_id_seq";
     let client = admin(&pilotage::state::suite::test_postgres_url()).await;
-    let last = |client: tokio_postgres::Client| {
-        let sql = format!("{seq}");
-        let schema = f.schema.clone();
-        async move {
-            client.batch_execute(&format!("SET search_path = {schema}")).await.unwrap();
-            let v: i64 = client.query_one(&sql, &[]).await.unwrap().get(0);
-            (client, v)
-        }
-    };
-    let (client, before) = last(client).await;
+    let seq = format!("SELECT last_value FROM {}.orders_id_seq", f.schema);
+    let before: i64 = client.query_one(&seq, &[]).await.unwrap().get(0);
     let ctas =
         validate(&mut conn, "CREATE TABLE ids AS SELECT nextval('orders_id_seq') AS n FROM customers").await;
     assert_eq!(ctas["valid"], true, "{ctas}");
-    let (_, after) = last(client).await;
+    let after: i64 = client.query_one(&seq, &[]).await.unwrap().get(0);
     assert_eq!(before, after, "validation ran the query of CREATE TABLE ... AS");
 
     let catalog = conn.call_ok("pilotage_catalog", json!({"language": "sql/postgres", "verb": "list"})).await;

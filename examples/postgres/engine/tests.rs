@@ -58,7 +58,7 @@ fn a_fired_signal_cancels_the_statement_on_the_server() {
         let canceller = Canceller { db: db.clone(), token: client.cancel_token() };
         let signal = Signal::until(Instant::now() + Duration::from_millis(300));
         let work = async { client.batch_execute("SELECT pg_sleep(30)").await.map_err(Failed::from) };
-        watched(work, &canceller, None, &signal).await.err().expect("the statement was cancelled")
+        watched(work, &canceller, None, &signal).await.expect_err("the statement was cancelled")
     });
     assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
     assert!(failed.stopped);
