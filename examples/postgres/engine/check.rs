@@ -511,6 +511,36 @@ fn analyze(
     };
     let mut found = Found::default();
     let _ = ast.visit(&mut found);
+    ok &= refuse_forbidden_parts(&found, v);
+    let relations = accesses(&found, &shape);
+    let mut refs: Vec<Ref> = Vec::new();
+    ok &= relation_refs(relations, &found, names, &mut checked.spans, &mut refs, v);
+    function_refs(&found, v, &mut refs, &mut checked.spans);
+    if !ok {
+        return None;
+    }
+    if let Some(new) = &shape.created {
+        names.created.push(new.clone());
+    }
+    for d in &shape.drops {
+        if let Some(n) = d.0.last().map(folded) {
+            names.dropped.push(n);
+        }
+    }
+    let kind_risk = shape.targets.iter().chain(&found.writes).map(|(_, a)| a.risk()).chain([shape.risk]);
+    checked.risk = refs.iter().map(|r| r.risk).chain(kind_risk).max().unwrap_or(PgRisk::Safe);
+    checked.ddl = shape.ddl;
+    checked.as_query = matches!(&ast, Ast::CreateTable(t) if t.query.is_some());
+    checked.unqualified = found.writes.iter().chain(&shape.targets).any(|(_, a)| *a == Access::UpdateAll)
+        || found.unqualified_delete;
+    checked.refs = refs;
+    Some(checked)
+}
+
+/// The parts of a parsed statement outside the Language: `SELECT ... INTO`, functions of the
+/// deny-list. Returns whether there are none.
+fn refuse_forbidden_parts(found: &Found, v: &mut Validation<PgCode, PgRisk>) -> bool {
+    let mut ok = true;
     if let Some(span) = found.select_into {
         v.error(
             PgCode::ForbiddenStatement,
@@ -527,6 +557,12 @@ fn analyze(
             ok = false;
         }
     }
+    ok
+}
+
+/// Every relation the statement names (new names excluded, dropped names included) with how
+/// it is used, in text order.
+fn accesses(found: &Found, shape: &Shape) -> Vec<(ObjectName, Access)> {
     let mut relations: Vec<(ObjectName, Access)> = Vec::new();
     for r in &found.relations {
         if shape.new_name.is_some_and(|s| s == r.span()) {
@@ -547,7 +583,20 @@ fn analyze(
         }
     }
     relations.sort_by_key(|(n, _)| (n.span().start.line, n.span().start.column));
-    let mut refs: Vec<Ref> = Vec::new();
+    relations
+}
+
+/// Resolve each relation (CTEs and names this program created skipped), adding its reference
+/// and its span; returns whether all resolved.
+fn relation_refs(
+    relations: Vec<(ObjectName, Access)>,
+    found: &Found,
+    names: &Names,
+    spans: &mut Vec<(String, Span)>,
+    refs: &mut Vec<Ref>,
+    v: &mut Validation<PgCode, PgRisk>,
+) -> bool {
+    let mut ok = true;
     for (name, access) in relations {
         let span = name.span();
         let parts: Vec<String> = name.0.iter().map(folded).collect();
@@ -565,7 +614,7 @@ fn analyze(
         if parts.len() == 1 && found.ctes.contains(&relation) {
             continue;
         }
-        checked.spans.push((relation.clone(), span));
+        spans.push((relation.clone(), span));
         if names.dropped.contains(&relation) {
             v.error(
                 PgCode::UnknownTable,
@@ -579,8 +628,18 @@ fn analyze(
         if names.created.contains(&relation) {
             continue;
         }
-        ok &= resolve(&relation, access, span, v, &mut refs);
+        ok &= resolve(&relation, access, span, v, refs);
     }
+    ok
+}
+
+/// A reference for each catalog function the statement calls.
+fn function_refs(
+    found: &Found,
+    v: &Validation<PgCode, PgRisk>,
+    refs: &mut Vec<Ref>,
+    spans: &mut Vec<(String, Span)>,
+) {
     for (span, name) in &found.functions {
         let entry = v
             .catalog()
@@ -590,28 +649,9 @@ fn analyze(
             if !refs.iter().any(|r| r.entry == e.id) {
                 refs.push(Ref { entry: e.id.clone(), access: Access::Call, risk });
             }
-            checked.spans.push((name.clone(), *span));
+            spans.push((name.clone(), *span));
         }
     }
-    if !ok {
-        return None;
-    }
-    if let Some(new) = &shape.created {
-        names.created.push(new.clone());
-    }
-    for d in &shape.drops {
-        if let Some(n) = d.0.last().map(folded) {
-            names.dropped.push(n);
-        }
-    }
-    let kind_risk = shape.targets.iter().chain(&found.writes).map(|(_, a)| a.risk()).chain([shape.risk]);
-    checked.risk = refs.iter().map(|r| r.risk).chain(kind_risk).max().unwrap_or(PgRisk::Safe);
-    checked.ddl = shape.ddl;
-    checked.as_query = matches!(&ast, Ast::CreateTable(t) if t.query.is_some());
-    checked.unqualified = found.writes.iter().chain(&shape.targets).any(|(_, a)| *a == Access::UpdateAll)
-        || found.unqualified_delete;
-    checked.refs = refs;
-    Some(checked)
 }
 
 /// Resolve one relation against the caller's catalog: it exists for the caller, PostgreSQL
