@@ -52,7 +52,8 @@ struct Cli {
     /// Most connections this server opens.
     #[arg(long, value_name = "N", default_value_t = 16)]
     max_connections: usize,
-    /// Answer the harness tool `pg_schema_apply` (DDL as the login role). Never for agents.
+    /// Answer the harness tools `pg_world_fingerprint` and `pg_schema_apply` (as the login
+    /// role). Never for agents.
     #[arg(long)]
     admin_tools: bool,
 }

@@ -466,6 +466,22 @@ async fn two_verified_callers_see_their_own_roles_catalogs_and_diagnostics() {
     let changes = stateless(http.url(), "rita", &f.reader, "pilotage_catalog", since).await;
     assert!(changes.to_string().contains("orders"), "{changes}");
 
+    // The harness tools act as the login role: off unless the server says --admin-tools.
+    let fp = support::auth::sign(
+        &support::auth::claims("rita", json!({"pg_role": f.reader})),
+        support::auth::SECRET,
+    );
+    let params = json!({"name": "pg_world_fingerprint", "arguments": {}});
+    let got = support::stateless_request(
+        http.url(),
+        "tools/call",
+        params,
+        json!({}),
+        Some(&format!("Bearer {fp}")),
+    )
+    .await;
+    assert_eq!(got["result"]["isError"], true, "{got}");
+
     // A claim naming a superuser role is refused.
     let su = stateless(http.url(), "mallory", "postgres", "validate_sql", json!({"query": "SELECT 1"})).await;
     assert_eq!(su["diagnostics"][0]["code"], "permission_denied", "{su}");

@@ -96,13 +96,14 @@ pub enum PgKind {
 /// The engine of one MCP session: the shared database.
 pub struct Pg {
     db: Arc<Db>,
-    /// Whether the harness tools (`pg_schema_apply`) answer.
+    /// Whether the harness tools (`pg_world_fingerprint`, `pg_schema_apply`) answer.
     admin_tools: bool,
 }
 
 impl Pg {
     /// A factory for `ServerBuilder::language`: every session shares `db`. `admin_tools`
-    /// enables `pg_schema_apply` (DDL as the login role; for harnesses, never for agents).
+    /// enables the harness tools, which act as the login role (`pg_world_fingerprint` reads
+    /// every table, `pg_schema_apply` runs DDL): for harnesses, never for agents.
     pub fn factory(db: Arc<Db>, admin_tools: bool) -> impl Fn() -> Pg + Send + Sync + 'static {
         move || Pg { db: db.clone(), admin_tools }
     }
@@ -171,11 +172,15 @@ impl Pg {
 
     #[plain_tool(
         name = "pg_world_fingerprint",
-        description = "Test harness tool (not part of Pilotage): a digest of the served schema (definition and every row) with the row count of each table. Equal fingerprints mean an unchanged database.",
+        description = "Test harness tool (not part of Pilotage; answers only when the server runs with --admin-tools): a digest of the served schema (definition and every row, read as the login role) with the row count of each table. Equal fingerprints mean an unchanged database.",
         read_only,
         input_schema = r#"{"type": "object", "properties": {}, "additionalProperties": false}"#
     )]
     pub(crate) fn fingerprint(&self, _args: &Json) -> Result<Json, String> {
+        if !self.admin_tools {
+            // It reads every table as the login role: not for callers bound by their grants.
+            return Err("pg_world_fingerprint is disabled: start the server with --admin-tools".to_owned());
+        }
         let schema = self.db.schema.clone();
         self.db
             .block(move |client| async move { db::world_fingerprint(&client, &schema).await })
