@@ -20,7 +20,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use pilotage::engine::Engine;
-use pilotage::model::closed_sets::{RESERVED_CODES, RESERVED_STATUSES};
+use pilotage::model::closed_sets::{ClosedSets, RESERVED_CODES, RESERVED_STATUSES};
 use pilotage::model::errors::ErrorKind;
 use serde_json::{json, Value};
 
@@ -35,6 +35,20 @@ use support::{Conn, HttpServer, HttpStyle};
 struct Declared {
     codes: BTreeSet<String>,
     statuses: BTreeSet<String>,
+}
+
+impl Declared {
+    /// The engine's own declared sets, cross-checked against the closed-sets guide the server
+    /// publishes (`body`).
+    fn of(sets: &ClosedSets, body: &str) -> Declared {
+        let declared = Declared {
+            codes: sets.codes.iter().map(|c| c.to_string()).collect(),
+            statuses: sets.statuses.iter().map(|s| s.name.to_owned()).collect(),
+        };
+        assert_eq!(guide_members(body, "diagnostic code"), declared.codes, "the closed-sets guide's codes");
+        assert_eq!(guide_members(body, "status"), declared.statuses, "the closed-sets guide's statuses");
+        declared
+    }
 }
 
 /// The `code` spans that open the entries of the closed-sets guide's sections whose level-2
@@ -231,21 +245,32 @@ fn the_request_error_kinds_are_the_official_closed_set() {
     assert_eq!(ours, official);
 }
 
+/// Gate `language` served through `connector`: its published closed-sets guide against the
+/// engine's declared `sets`, the reserved members, then the bound suite (`binding`, over
+/// `transport`) against the `unreachable` list.
+async fn gate_language(
+    connector: &Connector,
+    language: &str,
+    sets: &ClosedSets,
+    unreachable: &[(Surface, &str, &str)],
+    binding: &runner::binding::Binding,
+    transport: &str,
+) {
+    let (body, entry, effective, tools) = published(connector, language).await;
+    let declared = Declared::of(sets, &body);
+    check_reserved(language, &declared);
+    let report = runner::run(connector, binding, transport, None).await;
+    let by_rule = unreachable_by_rule(&entry, &effective, &tools, &declared);
+    let problems = gate(language, &declared, unreachable, &by_rule, &report);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
 #[tokio::test]
 async fn workflow_every_reachable_member_has_both_cases() {
     let server = pilotage::Server::builder().language(workflow::Workflow::new).build().unwrap();
     let http = HttpServer::start(&server).await;
     let connector: Connector = Arc::new(move || Client::from(http.connect(HttpStyle::Plain)));
-    let (body, entry, effective, tools) = published(&connector, "workflow/v1").await;
-    // The engine's own declaration, cross-checked against the guide the server publishes.
     let sets = workflow::Workflow::new().language_spec().sets.clone();
-    let declared = Declared {
-        codes: sets.codes.iter().map(|c| c.to_string()).collect(),
-        statuses: sets.statuses.iter().map(|s| s.name.to_owned()).collect(),
-    };
-    assert_eq!(guide_members(&body, "diagnostic code"), declared.codes, "the closed-sets guide's codes");
-    assert_eq!(guide_members(&body, "status"), declared.statuses, "the closed-sets guide's statuses");
-    check_reserved("workflow/v1", &declared);
     let unreachable = [
         (
             Surface::Status,
@@ -259,10 +284,8 @@ async fn workflow_every_reachable_member_has_both_cases() {
             "retention is \"session\" on a session-ful deployment, so `store: true` can always be honoured",
         ),
     ];
-    let report = runner::run(&connector, &bindings::workflow::binding(), "http", None).await;
-    let by_rule = unreachable_by_rule(&entry, &effective, &tools, &declared);
-    let problems = gate("workflow/v1", &declared, &unreachable, &by_rule, &report);
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    gate_language(&connector, "workflow/v1", &sets, &unreachable, &bindings::workflow::binding(), "http")
+        .await;
 }
 
 #[tokio::test]
@@ -270,15 +293,7 @@ async fn sql_every_reachable_member_has_both_cases() {
     let server = pilotage::Server::builder().language(sql::Sql::factory(None)).build().unwrap();
     let http = HttpServer::start(&server).await;
     let connector: Connector = Arc::new(move || Client::from(http.connect(HttpStyle::Plain)));
-    let (body, entry, effective, tools) = published(&connector, "sql/sqlite-3").await;
     let sets = sql::Sql::demo().language_spec().sets.clone();
-    let declared = Declared {
-        codes: sets.codes.iter().map(|c| c.to_string()).collect(),
-        statuses: sets.statuses.iter().map(|s| s.name.to_owned()).collect(),
-    };
-    assert_eq!(guide_members(&body, "diagnostic code"), declared.codes, "the closed-sets guide's codes");
-    assert_eq!(guide_members(&body, "status"), declared.statuses, "the closed-sets guide's statuses");
-    check_reserved("sql/sqlite-3", &declared);
     let unreachable = [
         (Surface::Status, "promotion_drift", "no promoted programs: no entry kind is marked promoted (Part IV §4.2)"),
         (Surface::Kind, "unknown_baseline", "catalog.changed_since is not declared"),
@@ -294,10 +309,7 @@ async fn sql_every_reachable_member_has_both_cases() {
             "no fault-injection switch; the validator catches the parser's panics itself and SQLite errors are findings or outcomes",
         ),
     ];
-    let report = runner::run(&connector, &bindings::sql::binding(), "http", None).await;
-    let by_rule = unreachable_by_rule(&entry, &effective, &tools, &declared);
-    let problems = gate("sql/sqlite-3", &declared, &unreachable, &by_rule, &report);
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    gate_language(&connector, "sql/sqlite-3", &sets, &unreachable, &bindings::sql::binding(), "http").await;
 }
 
 #[tokio::test]
@@ -313,12 +325,7 @@ async fn automation_every_reachable_member_has_both_cases() {
     let connector: Connector = Arc::new(move || Client::from(http.connect(HttpStyle::Plain)));
     let (body, entry, effective, tools) = published(&connector, "automation/v1").await;
     let sets = automation::Automation::new().language_spec().sets.clone();
-    let declared = Declared {
-        codes: sets.codes.iter().map(|c| c.to_string()).collect(),
-        statuses: sets.statuses.iter().map(|s| s.name.to_owned()).collect(),
-    };
-    assert_eq!(guide_members(&body, "diagnostic code"), declared.codes, "the closed-sets guide's codes");
-    assert_eq!(guide_members(&body, "status"), declared.statuses, "the closed-sets guide's statuses");
+    let declared = Declared::of(&sets, &body);
     check_reserved("automation/v1", &declared);
     let unreachable = [
         (Surface::Kind, "unknown_baseline", "catalog.changed_since is not declared"),
@@ -378,6 +385,37 @@ async fn calc_every_reachable_member_has_both_cases() {
     let by_rule = unreachable_by_rule(&entry, &effective, &tools, &declared);
     let problems = gate("calc/v1", &declared, &unreachable, &by_rule, &report);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// sql/postgres on a throwaway schema of the test PostgreSQL, the caller acting as the
+/// fixture's writer role.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_every_reachable_member_has_both_cases() {
+    let f = crate::postgres_loop::Fixture::new("complete").await;
+    let db = f.db(Some(&f.writer));
+    let sets = crate::postgres::Pg::factory(db.clone(), true)().language_spec().sets.clone();
+    let server =
+        pilotage::Server::builder().language(crate::postgres::Pg::factory(db, true)).build().unwrap();
+    let http = HttpServer::start(&server).await;
+    let connector: Connector = Arc::new(move || Client::from(http.connect(HttpStyle::Plain)));
+    let unreachable = [
+        (Surface::Code, "unavailable", "needs PostgreSQL to stop answering between the catalog and the check"),
+        (Surface::Status, "promotion_drift", "no promoted programs: no entry kind is marked promoted (Part IV §4.2)"),
+        (Surface::Kind, "idempotency_conflict", "execute.idempotency is not declared"),
+        (
+            Surface::Kind,
+            "unsupported",
+            "retention is \"session\" on a session-ful deployment, so `store: true` can always be honoured",
+        ),
+        (
+            Surface::Kind,
+            "internal",
+            "no fault-injection switch; the validator catches the parser's panics itself and PostgreSQL's errors are findings or outcomes",
+        ),
+    ];
+    gate_language(&connector, "sql/postgres", &sets, &unreachable, &bindings::postgres::binding(), "http")
+        .await;
 }
 
 #[test]

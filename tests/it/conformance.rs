@@ -186,6 +186,44 @@ async fn calc_over_stdio() {
     assert_no_fail(&report);
 }
 
+/// `sql/postgres` over Streamable HTTP, on a throwaway schema of the test PostgreSQL, the
+/// caller acting as the fixture's writer role.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_over_http_sse() {
+    let f = crate::postgres_loop::Fixture::new("conf_http").await;
+    let server = f.server(Some(&f.writer));
+    let report =
+        runner::run(&http(&server, HttpStyle::Full).await, &binding("sql/postgres"), "http (SSE)", None)
+            .await;
+    assert_no_fail(&report);
+}
+
+/// `sql/postgres` over stdio: the `postgres` example binary, as its README starts it.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_over_stdio() {
+    let f = crate::postgres_loop::Fixture::new("conf_stdio").await;
+    let args: Vec<String> = [
+        "--database-url",
+        &pilotage::state::suite::test_postgres_url(),
+        "--schema",
+        &f.schema,
+        "--default-role",
+        &f.writer,
+        "--admin-tools",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let connector: Connector = Arc::new(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        Client::from(Conn::stdio("postgres", &args))
+    });
+    let report = runner::run(&connector, &binding("sql/postgres"), "stdio", None).await;
+    assert_no_fail(&report);
+}
+
 /// Over the union of the example engines, every server-target vector passes on some engine,
 /// except the explicit allow-list, which may only shrink.
 #[tokio::test]

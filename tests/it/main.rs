@@ -20,6 +20,11 @@ mod workflow;
 #[path = "../../examples/sql/engine/mod.rs"]
 mod sql;
 
+#[cfg(feature = "postgres")]
+#[allow(dead_code)]
+#[path = "../../examples/postgres/engine/mod.rs"]
+mod postgres;
+
 #[allow(dead_code)]
 #[path = "../../examples/automation/engine/mod.rs"]
 mod automation;
@@ -63,6 +68,8 @@ mod http_edge;
 mod loop_duplex;
 mod loop_http;
 mod loop_stdio;
+#[cfg(feature = "postgres")]
+mod postgres_loop;
 mod readme;
 mod replicas;
 mod schemas;

@@ -153,6 +153,10 @@ pub fn example_binary(name: &str) -> PathBuf {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
         let mut command = std::process::Command::new(cargo);
         command.args(["build", "--example", name]).current_dir(env!("CARGO_MANIFEST_DIR"));
+        if name == "postgres" {
+            // Its `required-features`.
+            command.args(["--features", "postgres"]);
+        }
         if profile_dir.file_name().is_some_and(|p| p == "release") {
             command.arg("--release");
         }

@@ -3,6 +3,7 @@
 
 pub mod automation;
 pub mod calc;
+pub mod postgres;
 pub mod sql;
 pub mod workflow;
 
@@ -10,7 +11,7 @@ use crate::runner::binding::Binding;
 
 /// Every binding this crate carries.
 pub fn all() -> Vec<Binding> {
-    vec![workflow::binding(), sql::binding(), automation::binding(), calc::binding()]
+    vec![workflow::binding(), sql::binding(), automation::binding(), calc::binding(), postgres::binding()]
 }
 
 /// The binding for Language `name`.

@@ -25,7 +25,7 @@ use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::{Location, Span, Token};
 
 use super::db::{ColType, Column, Db, Table, FUNCTIONS};
-use super::text::{self, range, token_range, Source, Statement};
+use super::text::{self, range, token_range, BadPlaceholder, Source, Statement};
 use super::{SqlCode, SqlRisk};
 
 /// How a statement uses a table or view.
@@ -156,36 +156,17 @@ pub fn validate(db: &Mutex<Db>, program: &Json, v: &mut Validation<SqlCode, SqlR
 /// Check every statement of `program`, reporting findings on `v`; the statements that passed
 /// with what was learned about them (all of them when `v` has no error).
 pub fn check(db: &Db, program: &Json, v: &mut Validation<SqlCode, SqlRisk>) -> Vec<(Statement, Analysis)> {
-    let Some(sql) = text::program_text(program) else {
-        let kind = match program {
-            Json::Null => "null",
-            Json::Bool(_) => "a boolean",
-            Json::Number(_) => "a number",
-            Json::Array(_) => "an array",
-            Json::Object(_) => "an object",
-            Json::String(_) => "a string",
-        };
-        v.error(
-            SqlCode::MalformedProgram,
-            TextRange::new(1, 1, 1, 1),
-            format!("the program must be SQL text (a JSON string), not {kind}"),
-        )
-        .hint("pass the statements as one string: {\"query\": \"SELECT ...\"}");
-        return Vec::new();
-    };
-    let src = Source::new(sql);
-    let statements = match text::split(&src) {
-        Ok(s) => s,
+    let (src, statements) = match text::statements(program, &SQLiteDialect {}) {
+        Ok(found) => found,
         Err(e) => {
-            v.error(SqlCode::SyntaxError, e.range, e.message);
+            let code = if e.malformed { SqlCode::MalformedProgram } else { SqlCode::SyntaxError };
+            let d = v.error(code, e.range, e.message);
+            if let Some(h) = e.hint {
+                d.hint(h);
+            }
             return Vec::new();
         }
     };
-    if statements.is_empty() {
-        v.error(SqlCode::MalformedProgram, src.whole(), "the program has no statement")
-            .hint("write at least one statement, e.g. SELECT * FROM customers");
-        return Vec::new();
-    }
     let visible = Visible::new(v.catalog(), db.tables());
     let mut dropped: Vec<String> = Vec::new();
     let mut checked = Vec::new();
@@ -224,12 +205,7 @@ fn analyze(
     }
     let mut ok = true;
     for b in &stmt.bad_placeholders {
-        v.error(
-            SqlCode::BadPlaceholder,
-            b.range,
-            format!("placeholder `{}` is not a `:name` placeholder", b.text),
-        )
-        .hint("parameters are named: write :name and pass {\"name\": value} as input");
+        v.error(SqlCode::BadPlaceholder, b.range, b.message()).hint(BadPlaceholder::HINT);
         ok = false;
     }
     let ast = parse(stmt, v)?;
@@ -390,7 +366,7 @@ fn parse(stmt: &Statement, v: &mut Validation<SqlCode, SqlRisk>) -> Option<Ast> 
                 ParserError::ParserError(s) | ParserError::TokenizerError(s) => s,
                 ParserError::RecursionLimitExceeded => "the statement nests too deeply".to_owned(),
             };
-            let (message, at) = split_location(&raw);
+            let (message, at) = text::split_location(&raw);
             let message = message.replace("found: EOF", "found: the end of the statement");
             let where_ = match at {
                 Some(loc) => match stmt.token_at(loc) {
@@ -412,19 +388,6 @@ fn parse(stmt: &Statement, v: &mut Validation<SqlCode, SqlRisk>) -> Option<Ast> 
             None
         }
         Ok(Ok((ast, _))) => Some(ast),
-    }
-}
-
-/// `"Expected: x, found: y at Line: 1, Column: 8"` → the message and the location.
-fn split_location(raw: &str) -> (String, Option<Location>) {
-    let Some(i) = raw.rfind(" at Line: ") else { return (raw.to_owned(), None) };
-    let rest = &raw[i + " at Line: ".len()..];
-    let mut parts = rest.split(", Column: ");
-    let line = parts.next().and_then(|l| l.trim().parse().ok());
-    let column = parts.next().and_then(|c| c.trim().parse().ok());
-    match (line, column) {
-        (Some(line), Some(column)) => (raw[..i].to_owned(), Some(Location { line, column })),
-        _ => (raw.to_owned(), None),
     }
 }
 

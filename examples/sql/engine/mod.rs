@@ -30,6 +30,8 @@ mod check;
 pub(crate) mod db;
 #[path = "../../common/digest.rs"]
 mod digest;
+#[path = "../../common/placeholders.rs"]
+mod placeholders;
 mod run;
 #[allow(dead_code)] // `change`: a schema change drops the snapshot even when it fails
 #[path = "../../common/snapshot_cache.rs"]

@@ -17,6 +17,7 @@ use rusqlite::ErrorCode;
 
 use super::check::{self, Access, Analysis};
 use super::db::{cell, Db};
+use super::placeholders::bind;
 use super::text::Statement;
 use super::{SqlCode, SqlRisk, SqlStatus};
 
@@ -34,53 +35,6 @@ fn access_name(a: Access) -> &'static str {
         Access::Delete => "delete",
         Access::Drop => "drop",
     }
-}
-
-fn pointer_token(name: &str) -> String {
-    name.replace('~', "~0").replace('/', "~1")
-}
-
-/// Bind `input` to the placeholders `names` (Part II §6.5.5): every name present with a
-/// scalar value, no other key. Problems are reported with `reject_input`.
-fn bind(
-    names: &[String],
-    input: Option<&Json>,
-    run: &mut Run<SqlStatus>,
-) -> Option<serde_json::Map<String, Json>> {
-    let empty = serde_json::Map::new();
-    let object = match input {
-        None => &empty,
-        Some(Json::Object(o)) => o,
-        Some(_) => {
-            run.reject_input("", "input must be an object mapping each :name placeholder to its value");
-            return None;
-        }
-    };
-    let mut ok = true;
-    for name in names {
-        match object.get(name) {
-            None => {
-                run.reject_input(
-                    format!("/{}", pointer_token(name)),
-                    format!("missing value for placeholder :{name}"),
-                );
-                ok = false;
-            }
-            Some(Json::Array(_) | Json::Object(_)) => {
-                run.reject_input(
-                    format!("/{}", pointer_token(name)),
-                    format!(":{name} takes a string, number, boolean or null, not an array or object"),
-                );
-                ok = false;
-            }
-            Some(_) => {}
-        }
-    }
-    for key in object.keys().filter(|k| !names.contains(k)) {
-        run.reject_input(format!("/{}", pointer_token(key)), format!("no placeholder :{key} in the program"));
-        ok = false;
-    }
-    ok.then(|| object.clone())
 }
 
 fn sql_value(v: &Json) -> SqlValue {

@@ -1,11 +1,16 @@
 //! The program text: tokens with their 1-based positions, text ranges (end exclusive: the
 //! column just past the last character), statements split at top-level `;`, and the `:name`
 //! placeholders. Shared by validation and execution, so both see the same statements under
-//! the same identifiers (`stmt-1`, `stmt-2`, ...).
+//! the same identifiers (`stmt-1`, `stmt-2`, ...). The tokenizer's dialect is the caller's:
+//! `sql/sqlite-3` splits with SQLite's, `sql/postgres` (which includes this file by path) with
+//! PostgreSQL's.
+
+// A server or test that hosts both SQL engines includes this file once per engine.
+#![allow(clippy::duplicate_mod)]
 
 use pilotage::prelude::*;
-use sqlparser::dialect::SQLiteDialect;
-use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
+use sqlparser::dialect::Dialect;
+use sqlparser::tokenizer::{Location, Span, Token, TokenWithSpan, Tokenizer};
 
 /// Byte offsets of line starts, to move between (line, column) and byte offsets. Columns
 /// count Unicode scalar values, as the tokenizer does.
@@ -68,6 +73,9 @@ pub fn significant(t: &TokenWithSpan) -> bool {
 pub struct Placeholder {
     /// The name without the colon.
     pub name: String,
+    /// Where it is, colon included (sql/postgres rewrites it to `$k`).
+    #[allow(dead_code)]
+    pub span: Span,
 }
 
 /// A placeholder in a form outside the Language (`?`, `?1`, `$x`, `@x`).
@@ -75,6 +83,16 @@ pub struct Placeholder {
 pub struct BadPlaceholder {
     pub text: String,
     pub range: TextRange,
+}
+
+impl BadPlaceholder {
+    /// The hint of every `bad_placeholder` diagnostic.
+    pub const HINT: &'static str = "parameters are named: write :name and pass {\"name\": value} as input";
+
+    /// The diagnostic's message.
+    pub fn message(&self) -> String {
+        format!("placeholder `{}` is not a `:name` placeholder", self.text)
+    }
 }
 
 /// One top-level statement: its identifier, tokens (whitespace included), text and range.
@@ -133,10 +151,10 @@ pub struct LexError {
     pub range: TextRange,
 }
 
-/// Tokenize `text` and split it into statements at top-level `;` (empty statements and
-/// comments alone do not count).
-pub fn split(src: &Source<'_>) -> Result<Vec<Statement>, LexError> {
-    let tokens = Tokenizer::new(&SQLiteDialect {}, src.text).tokenize_with_location().map_err(|e| {
+/// Tokenize `text` with `dialect` and split it into statements at top-level `;` (empty
+/// statements and comments alone do not count).
+pub fn split(src: &Source<'_>, dialect: &dyn Dialect) -> Result<Vec<Statement>, LexError> {
+    let tokens = Tokenizer::new(dialect, src.text).tokenize_with_location().map_err(|e| {
         let end = Location { line: e.location.line, column: e.location.column + 1 };
         LexError { message: e.message, range: range(e.location, end) }
     })?;
@@ -175,7 +193,8 @@ fn placeholders(tokens: &[TokenWithSpan]) -> (Vec<Placeholder>, Vec<BadPlacehold
         let next = tokens.get(i + 1).filter(|n| n.span.start == t.span.end);
         match (&t.token, next.map(|n| &n.token)) {
             (Token::Colon, Some(Token::Word(w))) if w.quote_style.is_none() => {
-                good.push(Placeholder { name: w.value.clone() });
+                let end = next.map(|n| n.span.end).unwrap_or(t.span.end);
+                good.push(Placeholder { name: w.value.clone(), span: Span::new(t.span.start, end) });
             }
             (Token::AtSign, Some(Token::Word(w))) => {
                 let end = next.map(|n| n.span.end).unwrap_or(t.span.end);
@@ -185,7 +204,7 @@ fn placeholders(tokens: &[TokenWithSpan]) -> (Vec<Placeholder>, Vec<BadPlacehold
                 bad.push(BadPlaceholder { text: p.clone(), range: token_range(t) });
             }
             (Token::Placeholder(p), _) => {
-                good.push(Placeholder { name: p[1..].to_owned() });
+                good.push(Placeholder { name: p[1..].to_owned(), span: t.span });
             }
             _ => {}
         }
@@ -193,7 +212,64 @@ fn placeholders(tokens: &[TokenWithSpan]) -> (Vec<Placeholder>, Vec<BadPlacehold
     (good, bad)
 }
 
-/// The program's text, or `None` when the program is not a JSON string.
-pub fn program_text(program: &Json) -> Option<&str> {
-    program.as_str()
+/// Why a program has no statement to check: not text (`malformed`), not tokenizable, or
+/// empty; reported by the engine with its own codes.
+pub struct NoStatements {
+    /// `malformed_program` (else `syntax_error`).
+    pub malformed: bool,
+    pub range: TextRange,
+    pub message: String,
+    pub hint: Option<&'static str>,
+}
+
+/// The program's text and its statements (tokenized with `dialect`).
+pub fn statements<'a>(
+    program: &'a Json,
+    dialect: &dyn Dialect,
+) -> Result<(Source<'a>, Vec<Statement>), NoStatements> {
+    let Some(sql) = program.as_str() else {
+        let kind = match program {
+            Json::Null => "null",
+            Json::Bool(_) => "a boolean",
+            Json::Number(_) => "a number",
+            Json::Array(_) => "an array",
+            Json::Object(_) => "an object",
+            Json::String(_) => "a string",
+        };
+        return Err(NoStatements {
+            malformed: true,
+            range: TextRange::new(1, 1, 1, 1),
+            message: format!("the program must be SQL text (a JSON string), not {kind}"),
+            hint: Some("pass the statements as one string: {\"query\": \"SELECT ...\"}"),
+        });
+    };
+    let src = Source::new(sql);
+    let statements = split(&src, dialect).map_err(|e| NoStatements {
+        malformed: false,
+        range: e.range,
+        message: e.message,
+        hint: None,
+    })?;
+    if statements.is_empty() {
+        return Err(NoStatements {
+            malformed: true,
+            range: src.whole(),
+            message: "the program has no statement".to_owned(),
+            hint: Some("write at least one statement, e.g. SELECT * FROM customers"),
+        });
+    }
+    Ok((src, statements))
+}
+
+/// `"Expected: x, found: y at Line: 1, Column: 8"` → the message and the location.
+pub fn split_location(raw: &str) -> (String, Option<Location>) {
+    let Some(i) = raw.rfind(" at Line: ") else { return (raw.to_owned(), None) };
+    let rest = &raw[i + " at Line: ".len()..];
+    let mut parts = rest.split(", Column: ");
+    let line = parts.next().and_then(|l| l.trim().parse().ok());
+    let column = parts.next().and_then(|c| c.trim().parse().ok());
+    match (line, column) {
+        (Some(line), Some(column)) => (raw[..i].to_owned(), Some(Location { line, column })),
+        _ => (raw.to_owned(), None),
+    }
 }

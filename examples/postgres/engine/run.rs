@@ -1,0 +1,258 @@
+//! Execution: the program is checked again exactly as validation checks it (same statements,
+//! same identifiers, the caller's role), `input` is bound to the `:name` placeholders, and the
+//! statements run in order inside one transaction as the caller's role, under a
+//! `statement_timeout` no longer than the run's own time left. A run that must stop (its
+//! deadline, a cancellation, its step bound) cancels the running statement server-side with
+//! the connection's cancel token, and so does a run the runtime drops. Each statement records
+//! one trace step (`stmt-N`: its SQL and parameters in, a bounded sample of its rows or its
+//! change count out), then one step per relation or function it reaches (`stmt-N.ref-K`). The
+//! first failing statement ends the run and rolls everything back.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pilotage::engine::call::json_size;
+use pilotage::engine::run::StopSignal;
+use pilotage::engine::{Budget, Failure, Signal, ValidateRequest};
+use pilotage::prelude::*;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{CancelToken, NoTls, Transaction};
+
+use super::check::{self, Checked};
+use super::db::{self, Db, PgError};
+use super::placeholders::bind;
+use super::values::{Cell, Text};
+use super::{PgCode, PgRisk, PgStatus};
+
+/// Rows one statement's output carries at most; `more_rows: true` says there were more.
+pub const ROW_LIMIT: usize = 1000;
+
+/// Rows of each statement the trace keeps (its `row_count` counts them all).
+pub const SAMPLE_ROWS: usize = 20;
+
+/// The longest `statement_timeout` of a run (shorter when the run has less time left).
+pub const TIME_LIMIT: Duration = Duration::from_secs(5);
+
+/// How often a running statement looks at the run's stop signal.
+const POLL: Duration = Duration::from_millis(20);
+
+/// Cancels the connection's running statement on the server.
+pub(crate) struct Canceller {
+    pub db: Arc<Db>,
+    pub token: CancelToken,
+}
+
+impl Canceller {
+    fn cancel(&self) {
+        let token = self.token.clone();
+        self.db.spawn(async move {
+            let _ = token.cancel_query(NoTls).await;
+        });
+    }
+}
+
+/// How a statement failed.
+pub(crate) struct Failed {
+    pub error: PgError,
+    /// The run's stop signal fired while it ran (and cancelled it).
+    pub stopped: bool,
+}
+
+impl From<tokio_postgres::Error> for Failed {
+    fn from(e: tokio_postgres::Error) -> Self {
+        Failed { error: e.into(), stopped: false }
+    }
+}
+
+/// Await `work`, cancelling it server-side once the run must stop.
+pub(crate) async fn watched<T>(
+    work: impl Future<Output = Result<T, Failed>>,
+    guard: &Canceller,
+    stop: Option<&StopSignal>,
+    signal: &Signal,
+) -> Result<T, Failed> {
+    tokio::pin!(work);
+    let mut fired = false;
+    loop {
+        tokio::select! {
+            out = &mut work => return out.map_err(|mut f| { f.stopped |= fired; f }),
+            _ = tokio::time::sleep(POLL), if !fired => {
+                if stop.is_some_and(StopSignal::is_set) || signal.is_cancelled() {
+                    fired = true;
+                    guard.cancel();
+                }
+            }
+        }
+    }
+}
+
+/// Run one checked statement; its output (rows up to [`ROW_LIMIT`]) and its trace output
+/// (the first [`SAMPLE_ROWS`]).
+async fn statement(tx: &Transaction<'_>, c: &Checked, params: &[Text]) -> Result<(Json, Json), Failed> {
+    if c.ddl {
+        tx.batch_execute(&c.pg_sql).await?;
+        let out = json!({"done": true});
+        return Ok((out.clone(), out));
+    }
+    let st = tx.prepare(&c.pg_sql).await?;
+    let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+    if st.columns().is_empty() {
+        let n = tx.execute(&st, &refs).await?;
+        let out = json!({"changes": n});
+        return Ok((out.clone(), out));
+    }
+    let columns: Vec<&str> = st.columns().iter().map(|c| c.name()).collect();
+    let portal = tx.bind(&st, &refs).await?;
+    let fetched = tx.query_portal(&portal, i32::try_from(ROW_LIMIT + 1).unwrap_or(i32::MAX)).await?;
+    let more = fetched.len() > ROW_LIMIT;
+    let budget = Budget::current();
+    let mut rows = Vec::new();
+    for row in fetched.iter().take(ROW_LIMIT) {
+        let cells: Vec<Json> =
+            (0..columns.len()).map(|i| row.try_get::<_, Cell>(i).map(|c| c.0)).collect::<Result<_, _>>()?;
+        let row = Json::Array(cells);
+        // Rows are held until the run ends: charged to the run's byte budget, so large rows end
+        // the run at its memory bound instead of building an unbounded answer.
+        if !budget.charge(json_size(&row)) {
+            let message = format!(
+                "the rows read so far exceed the run's memory bound of {} bytes (after {} rows)",
+                budget.limit(),
+                rows.len()
+            );
+            return Err(Failed {
+                error: PgError { code: "53200".into(), message, ..PgError::default() },
+                stopped: false,
+            });
+        }
+        rows.push(row);
+    }
+    let sample: Vec<Json> = rows.iter().take(SAMPLE_ROWS).cloned().collect();
+    let mut output = json!({"columns": columns, "rows": rows});
+    let mut trace = json!({"columns": columns, "rows": sample, "row_count": rows.len()});
+    if more {
+        output["more_rows"] = json!(true);
+        trace["more_rows"] = json!(true);
+    }
+    Ok((output, trace))
+}
+
+/// The failure status and message of a failed statement.
+fn failure(f: &Failed, timeout: Duration) -> (Failure<PgStatus>, String) {
+    let e = &f.error;
+    match e.code.as_str() {
+        "57014" if f.stopped => {
+            (Failure::Engine(PgStatus::Timeout), "cancelled on the server at the run's bound".into())
+        }
+        "57014" => (
+            Failure::Engine(PgStatus::Timeout),
+            format!("cancelled by statement_timeout after {} ms", timeout.as_millis()),
+        ),
+        "53200" => (Failure::Partial, e.message.clone()),
+        "42501" => {
+            (Failure::Engine(PgStatus::PermissionDenied), format!("PostgreSQL (42501): {}", e.message))
+        }
+        c if c.starts_with("23") => {
+            (Failure::Engine(PgStatus::ConstraintViolated), format!("PostgreSQL ({c}): {}", e.message))
+        }
+        "" => (Failure::Error, e.message.clone()),
+        c => (Failure::Error, format!("PostgreSQL ({c}): {}", e.message)),
+    }
+}
+
+/// The statement timeout of a run with `remaining` time: [`TIME_LIMIT`] at most, and short
+/// enough before the run's deadline (a fifth of the time left, up to half a second) that the
+/// cancelled statement is still recorded in the trace.
+fn statement_timeout(remaining: Option<Duration>) -> Duration {
+    let Some(left) = remaining else { return TIME_LIMIT };
+    let margin = (left / 5).min(Duration::from_millis(500));
+    left.saturating_sub(margin).min(TIME_LIMIT).max(Duration::from_millis(1))
+}
+
+/// Execute a program that passed validation.
+pub async fn execute(db: &Arc<Db>, program: &Json, run: &mut Run<PgStatus>) -> Finish<PgStatus> {
+    let request = ValidateRequest {
+        program: Arc::new(program.clone()),
+        context: None,
+        catalog: run.catalog().map(|c| Arc::new(c.clone())),
+        caller: run.caller().clone(),
+    };
+    let mut v = Validation::<PgCode, PgRisk>::new(&request);
+    let checked = check::check(db, program, &mut v);
+    if v.has_errors() {
+        return Finish::error("the program no longer validates against the database");
+    }
+    let mut names: Vec<String> = Vec::new();
+    for n in checked.iter().flat_map(|c| &c.names) {
+        if !names.contains(n) {
+            names.push(n.clone());
+        }
+    }
+    let input = run.input().cloned();
+    let Some(params) = bind(&names, input.as_ref(), run) else {
+        return Finish::error("the input does not bind");
+    };
+    let signal = Signal::current();
+    let timeout = statement_timeout(signal.remaining());
+    let role = db.roles.of(run.caller());
+    let mut client = match db.client().await {
+        Ok(c) => c,
+        Err(e) => return Finish::error(e.message),
+    };
+    let guard = Canceller { db: db.clone(), token: client.cancel_token() };
+    let tx = match client.transaction().await {
+        Ok(tx) => tx,
+        Err(e) => return Finish::error(format!("cannot open the transaction: {e}")),
+    };
+    if let Err(e) = db::begin(&tx, &db.session_sql(role.as_deref(), timeout), role.as_deref()).await {
+        return Finish::error(e.message);
+    }
+    let stop = run.stop_signal();
+    let mut last = Json::Null;
+    for (i, c) in checked.iter().enumerate() {
+        if run.should_stop() {
+            let _ = tx.rollback().await;
+            return Finish::partial(format!(
+                "stopped before {} at the run's bound; the transaction was rolled back: no change persists",
+                c.id
+            ));
+        }
+        let values: Vec<Text> =
+            c.names.iter().map(|n| Text::of(params.get(n).unwrap_or(&Json::Null))).collect();
+        let used: serde_json::Map<String, Json> =
+            c.names.iter().filter_map(|n| params.get(n).map(|v| (n.clone(), v.clone()))).collect();
+        let input = json!({"sql": c.sql, "params": used});
+        match watched(statement(&tx, c, &values), &guard, Some(&stop), &signal).await {
+            Ok((output, trace)) => {
+                run.step(&c.id).input(input).output(trace).succeeded();
+                for (k, r) in c.refs.iter().enumerate() {
+                    run.step(&format!("{}.ref-{}", c.id, k + 1))
+                        .calls(r.entry.clone())
+                        .input(json!({"access": r.access.name()}))
+                        .succeeded();
+                }
+                last = output;
+            }
+            Err(f) => {
+                let (status, message) = failure(&f, timeout);
+                run.step(&c.id).input(input).failed(status, message.clone());
+                let _ = tx.rollback().await;
+                if f.stopped {
+                    drop(deadpool_postgres::Object::take(client));
+                }
+                let summary = format!(
+                    "{} failed: {message}; the transaction was rolled back: no change persists",
+                    c.id
+                );
+                return if i == 0 { Finish::error(summary) } else { Finish::partial(summary) };
+            }
+        }
+    }
+    match tx.commit().await {
+        Ok(()) => Finish::output(last),
+        Err(e) => Finish::partial(format!(
+            "the commit failed: {}; the transaction was rolled back: no change persists",
+            PgError::from(e)
+        )),
+    }
+}

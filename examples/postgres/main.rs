@@ -1,0 +1,82 @@
+//! The `sql/postgres` Pilotage server: agent-safe SQL over one shared PostgreSQL database.
+//!
+//! ```text
+//! cargo run --features postgres --example postgres -- --database-url postgres://app@db/shop
+//! cargo run --features postgres --example postgres -- --database-url URL --http 127.0.0.1:8789 \
+//!     --jwt-secret-file secret.key                   # verified callers: claim `pg_role` → role
+//! ```
+//!
+//! Every session and every replica shares the database; each caller acts as a database role
+//! (`--role-claim`, `--default-role`), so what it sees and may do is what PostgreSQL grants
+//! that role. Logs go to stderr (stdout is the MCP channel over stdio).
+
+mod engine;
+
+// The engine's unit tests run here, once (not again in the `it` binary that includes the
+// engine by path).
+#[cfg(test)]
+#[path = "engine/tests.rs"]
+mod engine_tests;
+
+#[path = "../common/cli.rs"]
+mod cli;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Parser;
+use pilotage::Server;
+
+/// Serve the sql/postgres Pilotage Language over MCP.
+#[derive(Parser, Debug)]
+#[command(name = "postgres", version, about)]
+struct Cli {
+    #[command(flatten)]
+    transport: cli::Transport,
+    /// The database every session shares (`postgres://user@host:port/db`); the login role
+    /// should be able to SET ROLE to the callers' roles (be a member of them).
+    #[arg(long, value_name = "URL")]
+    database_url: String,
+    /// The schema programs work in (their search_path); its tables, views and functions are
+    /// the catalog.
+    #[arg(long, value_name = "NAME", default_value = "public")]
+    schema: String,
+    /// The claim of a verified caller that names its database role.
+    #[arg(long, value_name = "CLAIM", default_value = engine::db::DEFAULT_ROLE_CLAIM)]
+    role_claim: String,
+    /// The role of callers without that claim (stdio, anonymous sessions); default: the login
+    /// role itself.
+    #[arg(long, value_name = "ROLE")]
+    default_role: Option<String>,
+    /// Most connections this server opens.
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    max_connections: usize,
+    /// Answer the harness tools `pg_world_fingerprint` and `pg_schema_apply` (as the login
+    /// role). Never for agents.
+    #[arg(long)]
+    admin_tools: bool,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    cli::run(serve(Cli::parse())).await
+}
+
+async fn serve(cli: Cli) -> anyhow::Result<()> {
+    let roles = engine::Roles { claim: cli.role_claim, default: cli.default_role };
+    let (url, schema, max) = (cli.database_url.clone(), cli.schema.clone(), cli.max_connections);
+    // Connecting blocks on the engine's own runtime: not on this one's workers.
+    let db = tokio::task::spawn_blocking(move || engine::Db::connect(&url, &schema, roles, max))
+        .await
+        .context("connecting")?
+        .map_err(anyhow::Error::msg)?;
+    let server = cli
+        .transport
+        .identity(Server::builder())?
+        .name("pilotage-postgres", env!("CARGO_PKG_VERSION"))
+        .language(engine::Pg::factory(Arc::new(db), cli.admin_tools))
+        .build()
+        .context("building the Pilotage server")?;
+    cli::serve(server, cli.transport, false, "sql/postgres", None).await
+}
