@@ -13,6 +13,7 @@
 //! | [`state`] | sessions, run stores (memory, SQLite), idempotency claims, promotions, catalog histories |
 //! | [`server`] | the builder, the registry of tools, the rmcp handler that routes to the operations |
 //! | [`transport`] | stdio and Streamable HTTP |
+//! | [`testkit`] | for engine authors' tests: an engine behind a real server and an in-process client |
 #![warn(missing_docs)]
 
 pub mod model;
@@ -29,12 +30,7 @@ pub mod transport;
 
 pub use server::{BuildError, Server, ServerBuilder};
 
-/// For engine authors' tests: the runtime's own derivation of a validate response from an
-/// engine's findings, so a test that calls the engine in process sees exactly what a client
-/// would.
-pub mod testkit {
-    pub use crate::ops::validate::{derive, Derivation};
-}
+pub mod testkit;
 
 /// The names an engine's code uses.
 pub mod prelude {

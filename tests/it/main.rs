@@ -66,4 +66,5 @@ mod loop_stdio;
 mod readme;
 mod schemas;
 mod sql_loop;
+mod standard_schemas;
 mod ui;
