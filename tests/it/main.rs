@@ -67,4 +67,5 @@ mod readme;
 mod schemas;
 mod sql_loop;
 mod standard_schemas;
+mod testkit;
 mod ui;

@@ -1,13 +1,13 @@
 //! Only standard JSON Schema on the wire: every schema every example server advertises over
 //! stdio (each tool's `inputSchema` and `outputSchema`, each Language's `context_schema` in the
-//! manifest, each catalog entry's `input_schema`) uses only JSON Schema 2020-12 keywords and
+//! manifest, each catalog entry's `input_schema` and `output_schema`) uses only JSON Schema 2020-12 keywords and
 //! `format` values. Strict clients (AJV behind the official TypeScript SDK) warn about every
 //! other format, once per connection.
 
-use crate::kit::TempStore;
 use crate::support;
 
 use pilotage::model::schema::nonstandard;
+use pilotage::testkit::TempStore;
 use serde_json::{json, Value};
 use support::Conn;
 
@@ -30,10 +30,12 @@ async fn advertised(conn: &mut Conn) -> Vec<(String, Value)> {
         }
         if language["capabilities"].get("catalog").is_some() {
             let list = conn.call_ok("pilotage_catalog", json!({"language": name, "verb": "list"})).await;
-            for entry in list["entries"].as_array().expect("a catalog list has entries") {
-                if let Some(schema) = entry.get("input_schema") {
-                    schemas
-                        .push((format!("{name} catalog entry {} input_schema", entry["id"]), schema.clone()));
+            for entry in list["items"].as_array().expect("a catalog list has items") {
+                for member in ["input_schema", "output_schema"] {
+                    if let Some(schema) = entry.get(member) {
+                        schemas
+                            .push((format!("{name} catalog entry {} {member}", entry["id"]), schema.clone()));
+                    }
                 }
             }
         }
