@@ -63,6 +63,7 @@ mod http_edge;
 mod loop_duplex;
 mod loop_http;
 mod loop_stdio;
+mod quiet_logs;
 mod readme;
 mod schemas;
 mod sql_loop;
