@@ -32,7 +32,8 @@ pub use server::{BuildError, Server, ServerBuilder};
 
 pub mod testkit;
 
-/// The names an engine's code uses.
+/// The names an engine's code uses, and what serving it over stdio or HTTP needs
+/// ([`Server`](crate::Server), [`HttpOptions`](crate::transport::HttpOptions)).
 pub mod prelude {
     pub use crate::engine::{Caller, CatalogSnapshot, Failure, Finish, Limits, Run, Validation};
     pub use crate::model::catalog::CatalogEntry;
@@ -40,6 +41,7 @@ pub mod prelude {
     pub use crate::model::diagnostic::TextRange;
     pub use crate::model::risk::RiskHints;
     pub use crate::server::Server;
+    pub use crate::transport::HttpOptions;
     pub use serde_json::{json, Value as Json};
 }
 
