@@ -24,6 +24,7 @@
 //! should validate, and the runnable ones run.
 //!
 //! Inside an async test, use [`Client::connect`] on a server of your own instead of a [`Kit`].
+//! Authors of a [`SharedState`](crate::state::SharedState) backend run [`state_suite`] on it.
 
 mod client;
 mod findings;
@@ -39,3 +40,4 @@ pub use self::kit::Kit;
 pub use self::ran::{check_correspondence, Ran};
 pub use self::store::TempStore;
 pub use crate::ops::validate::{derive, Derivation};
+pub use crate::state::suite::state_suite;
