@@ -134,7 +134,7 @@ fn main() {
     runtime.block_on(async {
         let dir = std::env::temp_dir().join(format!("pilotage-bench-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("bench directory");
-        let sqlite: Arc<dyn SharedState> = Arc::new(SqliteState::open(&dir.join("runs.sqlite")).expect("sqlite"));
+        let sqlite: Arc<dyn SharedState> = Arc::new(SqliteState::open(dir.join("runs.sqlite")).expect("sqlite"));
         let (admin, schema, url) = postgres_schema().await;
         let postgres: Arc<dyn SharedState> = Arc::new(PostgresState::connect(&url).await.expect("postgres"));
         let rows = ["execute, Run stored", "execute + idempotency_key", "trace fetch of a stored Run"];

@@ -81,6 +81,54 @@
 //! "`context_schema` declared but the validate method cannot receive context" nor the reverse
 //! can happen, and there is no compile-time check for them (`tests/ui/pass/context_schema.rs`).
 //!
+//! # Testing an engine
+//!
+//! [`testkit::Kit`] serves one engine with a real server and drives it in process through the
+//! protocol; results come back as the wire model's types, and in debug builds every run's trace
+//! is checked against its plan (a run that strays from it fails the test):
+//!
+//! ```
+//! use pilotage::prelude::*;
+//! use pilotage::testkit::{findings, Kit};
+//!
+//! #[derive(Clone, Copy, pilotage::Codes)]
+//! enum CalcCode { UnknownOp }
+//!
+//! #[derive(Clone, Copy, pilotage::RiskLevels)]
+//! enum CalcRisk { #[risk(read_only)] Safe }
+//!
+//! struct Calc;
+//!
+//! #[pilotage::language(
+//!     name = "calc/v1", title = "Arithmetic programs", program = "calc", locator = "json-pointer",
+//!     capabilities(guides, validate, plan, execute), execution = "immediate", trace = "full",
+//!     retention = "none", guides = "examples/calc/guides", codes = CalcCode, risk = CalcRisk,
+//! )]
+//! impl Calc {
+//!     #[loop_tool(validate, name = "validate_calc")]
+//!     fn validate(&self, program: &Json, v: &mut Validation<CalcCode, CalcRisk>) {
+//!         if program["op"] != "add" {
+//!             v.error(CalcCode::UnknownOp, "/op", "only `add` exists");
+//!         }
+//!         v.step("sum", CalcRisk::Safe);
+//!     }
+//!
+//!     #[loop_tool(execute, name = "run_calc")]
+//!     async fn run(&self, program: &Json, run: &mut Run) -> Finish {
+//!         let sum: f64 = program["args"].as_array().into_iter().flatten().filter_map(Json::as_f64).sum();
+//!         run.step("sum").output(json!(sum)).succeeded();
+//!         Finish::output(json!({ "sum": sum }))
+//!     }
+//! }
+//!
+//! let mut kit = Kit::new(Calc);
+//! let verdict = kit.validate(&json!({"op": "mul"}));
+//! assert_eq!(findings(&verdict.diagnostics), [("unknown_op".to_owned(), "/op".to_owned())]);
+//! let ran = kit.execute(&json!({"op": "add", "args": [1, 2]}));
+//! assert_eq!(ran.ids(), ["sum"]);
+//! assert_eq!(ran.output(), Some(&json!({"sum": 3.0})));
+//! ```
+//!
 //! # Guide folders
 //!
 //! Every `*.md` file of the folder (by file name) is one guide, with front matter:

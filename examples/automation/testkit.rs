@@ -15,14 +15,16 @@
 //! trace against the plan with `pilotage::model::correspondence::check` (Part II §5.8.4) whenever the
 //! run is an immediate run or a test run, and checks the installation trace of a deploy run.
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::path::Path;
 use std::sync::Arc;
 
 use pilotage::engine::Limits;
+use pilotage::model::execution::ExecuteResponse;
 use pilotage::model::plan::Plan;
-use pilotage::model::trace::Trace;
 use pilotage::state::SqliteState;
+/// A run store file in the temp directory, deleted (with its WAL files) on drop.
+pub use pilotage::testkit::TempStore;
+use pilotage::testkit::{check_correspondence, Ran};
 use pilotage::Server;
 use serde_json::{json, Value};
 
@@ -43,33 +45,6 @@ pub fn ctx() -> Value {
     json!({"timezone": "Europe/Paris"})
 }
 
-/// A run store file in the temp directory, deleted (with its WAL files) on drop.
-pub struct TempStore(pub PathBuf);
-
-impl TempStore {
-    pub fn new(tag: &str) -> TempStore {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let n = N.fetch_add(1, Ordering::SeqCst);
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-        let path = std::env::temp_dir()
-            .join(format!("pilotage-automation-{tag}-{}-{n}-{nanos}.sqlite", std::process::id()));
-        TempStore(path)
-    }
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempStore {
-    fn drop(&mut self) {
-        for suffix in ["", "-wal", "-shm"] {
-            let mut p = self.0.clone().into_os_string();
-            p.push(suffix);
-            let _ = std::fs::remove_file(p);
-        }
-    }
-}
-
 /// An automation/v1 server on the store file `store`, with `limits` when given.
 pub fn server_on(store: &Path, limits: Option<Limits>) -> Server {
     let store = SqliteState::open(store).expect("open the run store");
@@ -86,24 +61,24 @@ pub fn plan_of(validated: &Value) -> Plan {
     serde_json::from_value(validated["plan"].clone()).unwrap_or_else(|e| panic!("no plan ({e}): {validated}"))
 }
 
-/// Check an execute response against `plan` (Part II §5.8.4): the trace of an immediate run or
-/// a test run corresponds to the plan (every expected step when the run succeeded, a prefix of
-/// it otherwise); a deploy run's trace is the one `install` entry.
+/// Check an execute response against `plan` (Part II §5.8.4) with the public testkit's
+/// [`check_correspondence`]: the trace of an immediate run or a test run corresponds to the
+/// plan (every expected step when the run succeeded, a prefix of it otherwise); a deploy run's
+/// trace is the one `install` entry.
 pub fn check_run(plan: &Plan, response: &Value, deploy: bool) {
-    let Some(trace) = response.get("trace") else {
-        return;
-    };
-    let trace: Trace =
-        serde_json::from_value(trace.clone()).unwrap_or_else(|e| panic!("bad trace ({e}): {response}"));
+    let response: ExecuteResponse = serde_json::from_value(response.clone())
+        .unwrap_or_else(|e| panic!("not an execute response ({e}): {response}"));
+    let ran = Ran::new(response, Some(plan.clone()));
     if deploy {
-        let ids: Vec<&str> = trace.steps.iter().map(|s| s.id.as_str()).collect();
-        assert!(ids.is_empty() || ids == ["install"], "a deploy run's trace is its installation: {response}");
+        let ids = ran.ids();
+        assert!(
+            ids.is_empty() || ids == ["install"],
+            "a deploy run's trace is its installation: {:?}",
+            ran.response
+        );
         return;
     }
-    let completed = response["outcome"]["ok"] == json!(true);
-    if let Err(problems) = pilotage::model::correspondence::check(plan, &trace, completed) {
-        panic!("the trace does not correspond to the plan: {problems:#?}\nplan: {plan:#?}\nresponse: {response:#}");
-    }
+    check_correspondence(&ran);
 }
 
 /// A connected client of an automation/v1 server.

@@ -64,7 +64,9 @@ pub fn defaults() -> CapabilityDeclaration {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    cli::run(serve(Cli::parse())).await
+    let cli = Cli::parse();
+    let log = cli.transport.log.clone();
+    cli::run(log, serve(cli)).await
 }
 
 async fn serve(cli: Cli) -> anyhow::Result<()> {

@@ -2,7 +2,8 @@
 //! (stdout is the MCP channel over stdio), and serving over stdio or Streamable HTTP.
 //!
 //! Each example's `main.rs` includes it with `#[path = "../common/cli.rs"] mod cli;`, flattens
-//! [`Transport`] first into its own flags and runs `cli::run(serve(Cli::parse()))`.
+//! [`Transport`] first into its own flags and runs `cli::run(log, serve(cli))` with the parsed
+//! `--log`.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -13,6 +14,8 @@ use anyhow::Context;
 use pilotage::transport::http::HttpOptions;
 use pilotage::transport::jwt::JwtAuthenticator;
 use pilotage::{Server, ServerBuilder};
+use tracing_subscriber::filter::{LevelFilter, Targets};
+use tracing_subscriber::layer::SubscriberExt;
 
 /// Where the server listens.
 #[derive(clap::Args, Debug)]
@@ -42,6 +45,11 @@ pub struct Transport {
     /// caller, who sees every other's runs (default: each such request is its own world).
     #[arg(long, display_order = 106, conflicts_with_all = ["jwt_secret_file", "jwks"])]
     pub anonymous_sessionless: bool,
+    /// What to log on stderr: a level (`info`, `debug`, ...) or a filter by target
+    /// (`warn,pilotage=info`: our one structured event per tool call). Default: `$RUST_LOG`,
+    /// else warnings (without rmcp's warning per JSON-RPC error answered).
+    #[arg(long, value_name = "FILTER", display_order = 107)]
+    pub log: Option<String>,
 }
 
 impl Transport {
@@ -69,15 +77,36 @@ impl Transport {
     }
 }
 
-/// Log to stderr, await `serve`, and report its error on stderr with a failure exit code.
-pub async fn run(serve: impl Future<Output = anyhow::Result<()>>) -> ExitCode {
-    tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(false).init();
+/// Log to stderr as `log` (the `--log` flag) says, await `serve`, and report its error on
+/// stderr with a failure exit code.
+pub async fn run(log: Option<String>, serve: impl Future<Output = anyhow::Result<()>>) -> ExitCode {
+    init_logging(log);
     match serve.await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Log to stderr what `flag` (`--log`), else `$RUST_LOG`, else the quiet default selects: warnings,
+/// without rmcp's warning per JSON-RPC error answered (a client's mistake, already answered to
+/// the client). Quiet because MCP hosts show a stdio server's stderr to people.
+fn init_logging(flag: Option<String>) {
+    let wanted = flag.or_else(|| std::env::var("RUST_LOG").ok()).filter(|f| !f.trim().is_empty());
+    let quiet =
+        Targets::new().with_default(LevelFilter::WARN).with_target("rmcp::service", LevelFilter::ERROR);
+    let (filter, refused) = match wanted.as_deref().map(str::parse::<Targets>) {
+        None => (quiet, None),
+        Some(Ok(filter)) => (filter, None),
+        Some(Err(e)) => (quiet, Some(e)),
+    };
+    let subscriber =
+        tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(false).finish().with(filter);
+    let _ = tracing::subscriber::set_global_default(subscriber);
+    if let Some(e) = refused {
+        tracing::warn!("ignoring the log filter {:?} ({e}); logging warnings", wanted.unwrap_or_default());
     }
 }
 

@@ -53,7 +53,9 @@ struct Cli {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    cli::run(serve(Cli::parse())).await
+    let cli = Cli::parse();
+    let log = cli.transport.log.clone();
+    cli::run(log, serve(cli)).await
 }
 
 async fn serve(cli: Cli) -> anyhow::Result<()> {

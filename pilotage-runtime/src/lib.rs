@@ -13,6 +13,7 @@
 //! | [`state`] | sessions, run stores (memory, SQLite), idempotency claims, promotions, catalog histories |
 //! | [`server`] | the builder, the registry of tools, the rmcp handler that routes to the operations |
 //! | [`transport`] | stdio and Streamable HTTP |
+//! | [`testkit`] | for engine authors' tests: an engine behind a real server and an in-process client |
 #![warn(missing_docs)]
 
 pub mod model;
@@ -29,14 +30,10 @@ pub mod transport;
 
 pub use server::{BuildError, Server, ServerBuilder};
 
-/// For engine authors' tests: the runtime's own derivation of a validate response from an
-/// engine's findings, so a test that calls the engine in process sees exactly what a client
-/// would.
-pub mod testkit {
-    pub use crate::ops::validate::{derive, Derivation};
-}
+pub mod testkit;
 
-/// The names an engine's code uses.
+/// The names an engine's code uses, and what serving it over stdio or HTTP needs
+/// ([`Server`](crate::Server), [`HttpOptions`](crate::transport::HttpOptions)).
 pub mod prelude {
     pub use crate::engine::{Caller, CatalogSnapshot, Failure, Finish, Limits, Run, Validation};
     pub use crate::model::catalog::CatalogEntry;
@@ -44,6 +41,7 @@ pub mod prelude {
     pub use crate::model::diagnostic::TextRange;
     pub use crate::model::risk::RiskHints;
     pub use crate::server::Server;
+    pub use crate::transport::HttpOptions;
     pub use serde_json::{json, Value as Json};
 }
 

@@ -7,6 +7,7 @@
 //! `cargo test --test it conformance:: -- --nocapture` prints the per-vector tables.
 
 use crate::{automation, bindings, calc, runner, sql, support, workflow};
+use pilotage::testkit::TempStore;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -34,32 +35,9 @@ fn sql_server() -> pilotage::Server {
     pilotage::Server::builder().name("conformance", "0").language(sql::Sql::factory(None)).build().unwrap()
 }
 
-/// A run-store file in the temp directory, removed (with SQLite's side files) on drop.
-struct TempStore(std::path::PathBuf);
-
-impl TempStore {
-    fn new(tag: &str) -> TempStore {
-        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let name = format!("pilotage-conformance-{tag}-{}-{n}.sqlite", std::process::id());
-        TempStore(std::env::temp_dir().join(name))
-    }
-    fn arg(&self) -> String {
-        self.0.display().to_string()
-    }
-}
-
-impl Drop for TempStore {
-    fn drop(&mut self) {
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", self.0.display()));
-        }
-    }
-}
-
 /// automation/v1 keeps runs for an hour ("PT1H") in a durable run store.
 fn automation_server(store: &TempStore) -> pilotage::Server {
-    let runs = pilotage::state::SqliteState::open(&store.0).expect("the run store opens");
+    let runs = store.open();
     pilotage::Server::builder()
         .name("conformance", "0")
         .language(automation::Automation::new)
@@ -152,7 +130,7 @@ async fn automation_over_http_sse() {
 #[tokio::test]
 async fn automation_over_stdio() {
     let store = TempStore::new("stdio");
-    let args = ["--store".to_owned(), store.arg()];
+    let args = ["--store".to_owned(), store.path().display().to_string()];
     let connector: Connector = Arc::new(move || {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         Client::from(Conn::stdio("automation", &args))

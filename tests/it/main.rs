@@ -70,8 +70,11 @@ mod loop_http;
 mod loop_stdio;
 #[cfg(feature = "postgres")]
 mod postgres_loop;
+mod quiet_logs;
 mod readme;
 mod replicas;
 mod schemas;
 mod sql_loop;
+mod standard_schemas;
+mod testkit;
 mod ui;

@@ -53,7 +53,20 @@ impl Conn {
 
     /// The example binary `name` (built if needed), spawned with `args`, over stdin/stdout.
     pub fn stdio(example: &str, args: &[&str]) -> Conn {
-        Conn::new(Transport::Lines(Box::new(Lines::stdio(example, args))), format!("stdio:{example}"))
+        Conn::stdio_env(example, args, &[])
+    }
+
+    /// [`Conn::stdio`] with each `(variable, value)` of `env` set, or removed when `None`.
+    pub fn stdio_env(example: &str, args: &[&str], env: &[(&str, Option<&str>)]) -> Conn {
+        Conn::new(Transport::Lines(Box::new(Lines::stdio(example, args, env))), format!("stdio:{example}"))
+    }
+
+    /// What the spawned example wrote to stderr so far (empty on other transports).
+    pub fn stderr(&self) -> String {
+        match &self.transport {
+            Transport::Lines(l) => l.stderr(),
+            Transport::Http(_) => String::new(),
+        }
     }
 
     /// A Streamable HTTP client for the endpoint `url` (for example an external server).

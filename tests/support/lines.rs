@@ -55,10 +55,18 @@ impl Lines {
         }
     }
 
-    /// Spawn the example binary `name` with `args`, talking over its stdin/stdout.
-    pub fn stdio(name: &str, args: &[&str]) -> Lines {
+    /// Spawn the example binary `name` with `args`, talking over its stdin/stdout; each
+    /// `(variable, value)` of `env` is set, or removed when the value is `None`.
+    pub fn stdio(name: &str, args: &[&str], env: &[(&str, Option<&str>)]) -> Lines {
         let path = example_binary(name);
-        let mut child = tokio::process::Command::new(&path)
+        let mut command = tokio::process::Command::new(&path);
+        for (variable, value) in env {
+            match value {
+                Some(v) => command.env(variable, v),
+                None => command.env_remove(variable),
+            };
+        }
+        let mut child = command
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

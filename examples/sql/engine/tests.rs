@@ -1,48 +1,40 @@
-//! Engine-level tests: every ```sql block of the guides validates (and the runnable ones run),
-//! the closed sets are enumerated by the closed-sets guide, codes fire at exact ranges, plans
-//! and traces share their identifiers, failures roll back.
+//! Engine-level tests, through the public testkit (`pilotage::testkit::Kit`: the engine behind a
+//! real server, every call over the protocol, every run's trace checked against its plan):
+//! every ```sql block of the guides validates (and the runnable ones run), the closed sets are
+//! enumerated by the closed-sets guide, codes fire at exact ranges, plans and traces share
+//! their identifiers, failures roll back.
 
 use pilotage::engine::Engine;
-use pilotage::model::declaration::ExecutionMode;
-use pilotage::model::diagnostic::Locator;
+use pilotage::model::errors::ErrorKind;
 use pilotage::model::plan::ValidateResponse;
+use pilotage::testkit::{fenced_blocks, findings, guide, guides, Kit, Ran};
 
-#[allow(dead_code)] // each engine's tests use their part of it
-#[path = "../../common/engine_harness.rs"]
-mod harness;
-
-use harness::{caller, fenced_blocks, guide, guides, Ran};
+#[path = "../../common/closed_sets_table.rs"]
+mod closed_sets_table;
 
 use pilotage::prelude::*;
 
 use crate::engine::*;
 
-fn validate(engine: &Sql, program: &Json) -> ValidateResponse {
-    harness::validate(engine, program, None)
+fn kit() -> Kit<Sql> {
+    Kit::new(Sql::demo())
 }
 
-fn v(engine: &Sql, sql: &str) -> ValidateResponse {
-    validate(engine, &json!(sql))
+fn v(kit: &mut Kit<Sql>, sql: &str) -> ValidateResponse {
+    kit.validate(&json!(sql))
 }
 
-fn execute(engine: &Sql, sql: &str, input: Option<Json>) -> Ran {
-    harness::execute(engine, &json!(sql), input, None, ExecutionMode::Immediate, false)
+fn execute(kit: &mut Kit<Sql>, sql: &str, input: Option<Json>) -> Ran {
+    let mut args = kit.args(&json!(sql));
+    if let Some(input) = input {
+        args["input"] = input;
+    }
+    kit.execute_args(args).unwrap_or_else(|e| panic!("the run was refused: {e}"))
 }
 
 /// `(code, "l1:c1-l2:c2")` of every diagnostic.
 fn found(v: &ValidateResponse) -> Vec<(String, String)> {
-    v.diagnostics
-        .iter()
-        .map(|d| {
-            let at = match &d.path {
-                Locator::Range(r) => {
-                    format!("{}:{}-{}:{}", r.start.line, r.start.column, r.end.line, r.end.column)
-                }
-                Locator::Pointer(p) => format!("pointer {p}"),
-            };
-            (d.code.clone(), at)
-        })
-        .collect()
+    findings(&v.diagnostics)
 }
 
 fn only(v: &ValidateResponse) -> (String, String, Option<String>) {
@@ -51,8 +43,8 @@ fn only(v: &ValidateResponse) -> (String, String, Option<String>) {
     (code, at, v.diagnostics[0].hint.clone())
 }
 
-fn fp(engine: &Sql) -> Json {
-    engine.fingerprint(&json!({})).unwrap()
+fn fp(kit: &Kit<Sql>) -> Json {
+    kit.engine().fingerprint(&json!({})).unwrap()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -61,10 +53,10 @@ fn fp(engine: &Sql) -> Json {
 #[test]
 fn every_guide_sql_block_validates_and_runs() {
     let mut n = 0;
-    for (id, body) in guides::<Sql>() {
+    for (id, body) in guides(&Sql::demo()) {
         for block in fenced_blocks(body, "sql") {
-            let engine = Sql::demo();
-            let verdict = v(&engine, &block);
+            let mut kit = kit();
+            let verdict = v(&mut kit, &block);
             assert!(verdict.valid, "{id}: {:#?}\n{block}", verdict.diagnostics);
             let input = if block.contains(':') {
                 let arguments = fenced_blocks(body, "json")
@@ -78,8 +70,8 @@ fn every_guide_sql_block_validates_and_runs() {
             } else {
                 None
             };
-            let ran = execute(&engine, &block, input);
-            assert_eq!(ran.status(), "success", "{id}: {:?}\n{block}", ran.finish);
+            let ran = execute(&mut kit, &block, input);
+            assert_eq!(ran.status(), "success", "{id}: {:?}\n{block}", ran.response);
             n += 1;
         }
         for block in fenced_blocks(body, "json") {
@@ -88,9 +80,9 @@ fn every_guide_sql_block_validates_and_runs() {
             let sql = doc["query"]
                 .as_str()
                 .unwrap_or_else(|| panic!("{id}: a json block is run_sql arguments:\n{block}"));
-            let engine = Sql::demo();
-            let ran = execute(&engine, sql, doc.get("input").cloned());
-            assert_eq!(ran.status(), "success", "{id}: {:?}\n{block}", ran.finish);
+            let mut kit = kit();
+            let ran = execute(&mut kit, sql, doc.get("input").cloned());
+            assert_eq!(ran.status(), "success", "{id}: {:?}\n{block}", ran.response);
             n += 1;
         }
     }
@@ -99,10 +91,10 @@ fn every_guide_sql_block_validates_and_runs() {
 
 #[test]
 fn core_example_plan_trace_and_output() {
-    let doc: Json = serde_json::from_str(&fenced_blocks(guide::<Sql>("sql-core"), "json")[0]).unwrap();
+    let doc: Json = serde_json::from_str(&fenced_blocks(guide(&Sql::demo(), "sql-core"), "json")[0]).unwrap();
     let sql = doc["query"].as_str().unwrap();
-    let engine = Sql::demo();
-    let plan = v(&engine, sql).plan.unwrap();
+    let mut kit = kit();
+    let plan = v(&mut kit, sql).plan.unwrap();
     let ids: Vec<(&str, Option<&str>, &str)> =
         plan.steps.iter().map(|s| (s.id.as_str(), s.calls.as_deref(), s.risk.as_str())).collect();
     assert_eq!(
@@ -116,12 +108,12 @@ fn core_example_plan_trace_and_output() {
         ]
     );
     assert_eq!(plan.max_risk, "write");
-    let ran = execute(&engine, sql, Some(doc["input"].clone()));
+    let ran = execute(&mut kit, sql, Some(doc["input"].clone()));
     let trace_ids: Vec<&str> = plan.steps.iter().map(|s| s.id.as_str()).collect();
     assert_eq!(ran.ids(), trace_ids);
-    assert_eq!(ran.steps[0].output, Some(json!({"changes": 1})));
+    assert_eq!(ran.steps()[0].output, Some(json!({"changes": 1})));
     assert_eq!(
-        ran.finish.output,
+        ran.response.output,
         Some(
             json!({"columns": ["name", "orders", "total"], "rows": [["Amira Hassan", 2, 87.5], ["Mei Chen", 1, 13.5]]})
         )
@@ -130,12 +122,12 @@ fn core_example_plan_trace_and_output() {
 
 #[test]
 fn closed_sets_guide_enumerates_every_member() {
-    let text = guide::<Sql>("sql-closed-sets");
-    harness::assert_closed_sets_listed(Sql::demo().language_spec(), text);
+    let text = guide(&Sql::demo(), "sql-closed-sets");
+    closed_sets_table::assert_closed_sets_listed(Sql::demo().language_spec(), text);
     for f in db::FUNCTIONS {
         assert!(text.contains(&format!("`{f}`")), "closed-sets guide lacks function {f}");
     }
-    let core = guide::<Sql>("sql-core");
+    let core = guide(&Sql::demo(), "sql-core");
     assert!(core.len() < 8192, "core guide is {} bytes", core.len());
 }
 
@@ -144,43 +136,43 @@ fn closed_sets_guide_enumerates_every_member() {
 
 #[test]
 fn exact_ranges_for_syntax_and_names() {
-    let engine = Sql::demo();
-    assert_eq!(only(&v(&engine, "SELEC 1")), ("syntax_error".into(), "1:1-1:6".into(), None));
-    let d = v(&engine, "SELECT name\n  FROM customers\n WHERE");
+    let mut kit = kit();
+    assert_eq!(only(&v(&mut kit, "SELEC 1")), ("syntax_error".into(), "1:1-1:6".into(), None));
+    let d = v(&mut kit, "SELECT name\n  FROM customers\n WHERE");
     assert_eq!(found(&d), [("syntax_error".to_owned(), "3:2-3:7".to_owned())]);
-    assert_eq!(only(&v(&engine, "SELECT 'abc")).1, "1:8-1:9");
-    let (code, at, hint) = only(&v(&engine, "SELECT name FROM custmers"));
+    assert_eq!(only(&v(&mut kit, "SELECT 'abc")).1, "1:8-1:9");
+    let (code, at, hint) = only(&v(&mut kit, "SELECT name FROM custmers"));
     assert_eq!(
         (code.as_str(), at.as_str(), hint.as_deref()),
         ("unknown_table", "1:18-1:26", Some("close match: customers"))
     );
-    let (code, at, hint) = only(&v(&engine, "SELECT nme FROM customers"));
+    let (code, at, hint) = only(&v(&mut kit, "SELECT nme FROM customers"));
     assert_eq!(
         (code.as_str(), at.as_str(), hint.as_deref()),
         ("unknown_column", "1:8-1:11", Some("close match: name"))
     );
     let (code, at, hint) =
-        only(&v(&engine, "SELECT id FROM customers JOIN orders ON orders.customer_id = customers.id"));
+        only(&v(&mut kit, "SELECT id FROM customers JOIN orders ON orders.customer_id = customers.id"));
     assert_eq!(
         (code.as_str(), at.as_str(), hint.as_deref()),
         ("ambiguous_column", "1:8-1:10", Some("qualify it: customers.id or orders.id"))
     );
-    let (code, at, _) = only(&v(&engine, "SELECT 1 FROM customers WHERE name MATCH )"));
+    let (code, at, _) = only(&v(&mut kit, "SELECT 1 FROM customers WHERE name MATCH )"));
     assert_eq!((code.as_str(), at.as_str()), ("syntax_error", "1:1-1:43"));
 }
 
 #[test]
 fn malformed_programs() {
-    let engine = Sql::demo();
-    assert_eq!(only(&validate(&engine, &json!({"sql": 1}))).0, "malformed_program");
-    assert_eq!(only(&validate(&engine, &json!({"sql": 1}))).1, "1:1-1:1");
-    assert_eq!(only(&v(&engine, "  -- nothing\n")).1, "1:1-2:1");
-    assert_eq!(only(&v(&engine, ";;")).0, "malformed_program");
+    let mut kit = kit();
+    assert_eq!(only(&kit.validate(&json!({"sql": 1}))).0, "malformed_program");
+    assert_eq!(only(&kit.validate(&json!({"sql": 1}))).1, "1:1-1:1");
+    assert_eq!(only(&v(&mut kit, "  -- nothing\n")).1, "1:1-2:1");
+    assert_eq!(only(&v(&mut kit, ";;")).0, "malformed_program");
 }
 
 #[test]
 fn forbidden_statements_and_functions() {
-    let engine = Sql::demo();
+    let mut kit = kit();
     for (sql, at) in [
         ("ATTACH DATABASE 'x.db' AS x", "1:1-1:7"),
         ("PRAGMA table_info(customers)", "1:1-1:7"),
@@ -190,53 +182,54 @@ fn forbidden_statements_and_functions() {
         ("DROP VIEW order_totals", "1:1-1:5"),
         ("SELECT load_extension('evil')", "1:8-1:22"),
     ] {
-        assert_eq!(found(&v(&engine, sql)), [("forbidden_statement".to_owned(), at.to_owned())], "{sql}");
+        assert_eq!(found(&v(&mut kit, sql)), [("forbidden_statement".to_owned(), at.to_owned())], "{sql}");
     }
-    let d = v(&engine, "SELECT 1;\n  pragma foreign_keys = off");
+    let d = v(&mut kit, "SELECT 1;\n  pragma foreign_keys = off");
     assert_eq!(found(&d), [("forbidden_statement".to_owned(), "2:3-2:9".to_owned())]);
-    let (_, _, hint) = only(&v(&engine, "SELECT cout(*) FROM orders"));
+    let (_, _, hint) = only(&v(&mut kit, "SELECT cout(*) FROM orders"));
     assert_eq!(hint.as_deref(), Some("close match: count; the closed-sets guide lists every function"));
 }
 
 #[test]
 fn invisible_tables_are_unknown_and_never_hinted() {
-    let engine = Sql::demo();
+    let mut kit = kit();
     for sql in ["SELECT * FROM sqlite_master", "SELECT * FROM sqlite_schema", "SELECT * FROM sqlite_mastr"] {
-        let d = v(&engine, sql);
+        let d = v(&mut kit, sql);
         assert_eq!(d.diagnostics[0].code, "unknown_table", "{sql}");
         let text = serde_json::to_string(&d).unwrap();
         assert!(!text.contains("close match: sqlite"), "{text}");
     }
-    assert!(engine.catalog_snapshot(&caller()).get("sqlite_schema").is_none());
+    let hidden = kit.catalog(json!({"verb": "get", "id": "sqlite_schema"})).unwrap_err();
+    assert_eq!(hidden.error.kind, ErrorKind::NotFound);
 }
 
 #[test]
 fn writes_types_and_placeholders() {
-    let engine = Sql::demo();
-    let (code, at, _) = only(&v(&engine, "INSERT INTO order_totals (name) VALUES ('x')"));
+    let mut kit = kit();
+    let (code, at, _) = only(&v(&mut kit, "INSERT INTO order_totals (name) VALUES ('x')"));
     assert_eq!((code.as_str(), at.as_str()), ("not_writable", "1:13-1:25"));
     let (code, at, _) = only(&v(
-        &engine,
+        &mut kit,
         "INSERT INTO orders (customer_id, item, quantity, price) VALUES (1, 'pen', 'two', 1.5)",
     ));
     assert_eq!((code.as_str(), at.as_str()), ("type_mismatch", "1:75-1:80"));
-    let (code, at, hint) = only(&v(&engine, "UPDATE customers SET tiers = 'gold' WHERE id = 1"));
+    let (code, at, hint) = only(&v(&mut kit, "UPDATE customers SET tiers = 'gold' WHERE id = 1"));
     assert_eq!(
         (code.as_str(), at.as_str(), hint.as_deref()),
         ("unknown_column", "1:22-1:27", Some("close match: tier"))
     );
-    let (code, at, _) = only(&v(&engine, "SELECT * FROM customers WHERE id = ?"));
+    let (code, at, _) = only(&v(&mut kit, "SELECT * FROM customers WHERE id = ?"));
     assert_eq!((code.as_str(), at.as_str()), ("bad_placeholder", "1:36-1:37"));
-    let (code, at, _) = only(&v(&engine, "INSERT INTO customers (name, email) VALUES ('x')"));
+    let (code, at, _) = only(&v(&mut kit, "INSERT INTO customers (name, email) VALUES ('x')"));
     assert_eq!((code.as_str(), at.as_str()), ("constraint", "1:1-1:49"));
-    assert!(v(&engine, "SELECT * FROM customers WHERE id = :id AND tier = :tier").valid);
+    assert!(v(&mut kit, "SELECT * FROM customers WHERE id = :id AND tier = :tier").valid);
 }
 
 #[test]
 fn plan_steps_refs_and_risk() {
-    let engine = Sql::demo();
+    let mut kit = kit();
     let d = v(
-        &engine,
+        &mut kit,
         "SELECT c.name, o.item FROM orders o JOIN customers c ON c.id = o.customer_id;\n\
          UPDATE customers SET tier = 'gold' WHERE id = 2;\n\
          DELETE FROM orders;\n\
@@ -275,104 +268,109 @@ fn plan_steps_refs_and_risk() {
 
 #[test]
 fn trace_has_a_step_per_statement_and_reference() {
-    let engine = Sql::demo();
+    let mut kit = kit();
     let ran = execute(
-        &engine,
+        &mut kit,
         "UPDATE customers SET tier = :tier WHERE id = :id;\nSELECT name, tier FROM customers WHERE id = :id",
         Some(json!({"id": 3, "tier": "silver"})),
     );
-    assert_eq!(ran.status(), "success", "{:?}", ran.finish);
+    assert_eq!(ran.status(), "success", "{:?}", ran.response);
     assert_eq!(ran.ids(), ["stmt-1", "stmt-1.ref-1", "stmt-2", "stmt-2.ref-1"]);
-    assert_eq!(ran.steps[0].output, Some(json!({"changes": 1})));
+    assert_eq!(ran.steps()[0].output, Some(json!({"changes": 1})));
     assert_eq!(
-        ran.steps[0].input,
+        ran.steps()[0].input,
         Some(
             json!({"sql": "UPDATE customers SET tier = :tier WHERE id = :id", "params": {"tier": "silver", "id": 3}})
         )
     );
-    assert_eq!(ran.steps[1].calls.as_deref(), Some("customers"));
-    assert_eq!(ran.steps[1].input, Some(json!({"access": "update"})));
+    assert_eq!(ran.steps()[1].calls.as_deref(), Some("customers"));
+    assert_eq!(ran.steps()[1].input, Some(json!({"access": "update"})));
     let rows = json!({"columns": ["name", "tier"], "rows": [["Mei Chen", "silver"]]});
-    assert_eq!(ran.steps[2].output, Some(rows.clone()));
-    assert_eq!(ran.finish.output, Some(rows));
+    assert_eq!(ran.steps()[2].output, Some(rows.clone()));
+    assert_eq!(ran.response.output, Some(rows));
 }
 
 #[test]
 fn a_failing_statement_rolls_everything_back() {
-    let engine = Sql::demo();
-    let before = fp(&engine);
+    let mut kit = kit();
+    let before = fp(&kit);
     let ran = execute(
-        &engine,
+        &mut kit,
         "UPDATE customers SET tier = 'gold' WHERE id = 2;\nDELETE FROM customers WHERE id = 1",
         None,
     );
     assert_eq!(ran.status(), "partial");
     assert_eq!(ran.ids(), ["stmt-1", "stmt-1.ref-1", "stmt-2"]);
-    assert_eq!(ran.steps[2].outcome.status(), "constraint_violated");
-    assert_eq!(ran.steps[2].outcome.error(), Some("FOREIGN KEY constraint failed"));
+    assert_eq!(ran.steps()[2].outcome.status(), "constraint_violated");
+    assert_eq!(ran.steps()[2].outcome.error(), Some("FOREIGN KEY constraint failed"));
     assert_eq!(
-        ran.finish.outcome.error(),
+        ran.response.outcome.error(),
         Some("stmt-2 failed: FOREIGN KEY constraint failed; the transaction was rolled back: no change persists")
     );
-    assert_eq!(fp(&engine), before);
+    assert_eq!(fp(&kit), before);
     let ran = execute(
-        &engine,
+        &mut kit,
         "INSERT INTO orders (customer_id, item, quantity, price) VALUES (1, 'pen', 0, 1.0)",
         None,
     );
     assert_eq!(ran.status(), "error");
-    assert_eq!(fp(&engine), before);
+    assert_eq!(fp(&kit), before);
 }
 
 #[test]
 fn input_binding() {
-    let engine = Sql::demo();
+    let mut kit = kit();
     let sql = "SELECT name FROM customers WHERE id = :id AND tier = :tier";
-    let ran = execute(&engine, sql, Some(json!({"id": [1], "extra": true})));
-    assert!(ran.steps.is_empty());
-    assert_eq!(ran.input_binding_paths(), ["/id", "/tier", "/extra"]);
-    let ran = execute(&engine, sql, Some(json!({"id": 1, "tier": "gold"})));
-    assert_eq!(ran.finish.output, Some(json!({"columns": ["name"], "rows": [["Amira Hassan"]]})));
-    assert_eq!(execute(&engine, "SELECT 1", Some(json!("x"))).refused.len(), 1);
+    let ran = execute(&mut kit, sql, Some(json!({"id": [1], "extra": true})));
+    assert!(ran.steps().is_empty());
+    assert_eq!(ran.input_binding(), ["/id", "/tier", "/extra"]);
+    let ran = execute(&mut kit, sql, Some(json!({"id": 1, "tier": "gold"})));
+    assert_eq!(ran.response.output, Some(json!({"columns": ["name"], "rows": [["Amira Hassan"]]})));
+    // An input that is not an object fails the tool's advertised inputSchema: -32602.
+    let mut args = kit.args(&json!("SELECT 1"));
+    args["input"] = json!("x");
+    let error = kit.request("tools/call", json!({"name": "run_sql", "arguments": args})).unwrap_err();
+    assert_eq!(error["code"], -32602, "{error}");
 }
 
 #[test]
 fn drop_and_admin_tools_move_the_catalog_rows_do_not() {
-    let engine = Sql::demo();
-    let v1 = engine.version();
-    execute(&engine, "INSERT INTO customers (name, email) VALUES ('New', 'new@example.com')", None);
-    assert_eq!(engine.version(), v1, "rows never move catalog_version");
-    engine.schema_apply(&json!({"ddl": "ALTER TABLE customers ADD COLUMN phone TEXT"})).unwrap();
-    let v2 = engine.version();
+    let mut kit = kit();
+    let v1 = kit.engine().version();
+    execute(&mut kit, "INSERT INTO customers (name, email) VALUES ('New', 'new@example.com')", None);
+    assert_eq!(kit.engine().version(), v1, "rows never move catalog_version");
+    kit.engine().schema_apply(&json!({"ddl": "ALTER TABLE customers ADD COLUMN phone TEXT"})).unwrap();
+    let v2 = kit.engine().version();
     assert_ne!(v1, v2);
-    assert!(v(&engine, "SELECT phone FROM customers").valid);
-    engine
+    assert!(v(&mut kit, "SELECT phone FROM customers").valid);
+    kit.engine()
         .create_table(
             &json!({"name": "notes", "columns": {"id": "INTEGER PRIMARY KEY", "body": "TEXT NOT NULL"}}),
         )
         .unwrap();
-    assert!(engine.catalog_snapshot(&caller()).get("notes").is_some());
-    let ran = execute(&engine, "DROP TABLE notes", None);
+    assert!(kit.catalog(json!({"verb": "get", "id": "notes"})).is_ok());
+    let ran = execute(&mut kit, "DROP TABLE notes", None);
     assert_eq!(ran.status(), "success");
-    assert_eq!(engine.version(), v2);
-    assert!(engine
+    assert_eq!(kit.engine().version(), v2);
+    assert!(kit
+        .engine()
         .schema_apply(
             &json!({"ddl": "CREATE TRIGGER t AFTER INSERT ON orders BEGIN DELETE FROM orders; END"})
         )
         .is_err());
-    assert!(engine.schema_apply(&json!({"ddl": "DELETE FROM orders"})).is_err());
-    engine.drop_table(&json!({"name": "order_totals"})).unwrap();
-    assert_eq!(v(&engine, "SELECT * FROM order_totals").diagnostics[0].code, "unknown_table");
+    assert!(kit.engine().schema_apply(&json!({"ddl": "DELETE FROM orders"})).is_err());
+    kit.engine().drop_table(&json!({"name": "order_totals"})).unwrap();
+    assert_eq!(v(&mut kit, "SELECT * FROM order_totals").diagnostics[0].code, "unknown_table");
 }
 
 #[test]
 fn validation_is_side_effect_free() {
-    let engine = Sql::demo();
-    let before = fp(&engine);
-    assert!(v(&engine, "DELETE FROM orders; DROP TABLE orders").valid);
-    assert_eq!(fp(&engine), before);
+    let mut kit = kit();
+    let before = fp(&kit);
+    assert!(v(&mut kit, "DELETE FROM orders; DROP TABLE orders").valid);
+    assert_eq!(fp(&kit), before);
     assert_eq!(
-        found(&v(&engine, "DROP TABLE orders; SELECT * FROM orders")),
+        found(&v(&mut kit, "DROP TABLE orders; SELECT * FROM orders")),
         [("unknown_table".to_owned(), "1:34-1:40".to_owned())]
     );
 }

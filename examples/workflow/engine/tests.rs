@@ -1,27 +1,36 @@
-//! Engine-level tests: every guide example validates (and the runnable ones succeed), the
-//! closed codes fire where documented, the plan and the trace follow Part II §5.6-§5.8.
+//! Engine-level tests, through the public testkit (`pilotage::testkit::Kit`: the engine behind a
+//! real server, every call over the protocol, every run's trace checked against its plan):
+//! every guide example validates (and the runnable ones succeed), the closed codes fire where
+//! documented, the plan and the trace follow Part II §5.6-§5.8.
 
 use pilotage::engine::Engine;
-use pilotage::model::declaration::ExecutionMode;
 use pilotage::model::diagnostic::Severity;
-use pilotage::model::plan::ValidateResponse;
+use pilotage::model::errors::ErrorKind;
+use pilotage::testkit::{fenced_blocks, findings, guide, guides, has, Kit, Ran};
 
-#[allow(dead_code)] // each engine's tests use their part of it
-#[path = "../../common/engine_harness.rs"]
-mod harness;
-
-use harness::{caller, codes, fenced_blocks, guide, guides, has, Ran};
+#[path = "../../common/closed_sets_table.rs"]
+mod closed_sets_table;
 
 use pilotage::prelude::*;
 
 use crate::engine::*;
 
-fn validate(engine: &Workflow, program: &Json) -> ValidateResponse {
-    harness::validate(engine, program, None)
+fn kit() -> Kit<Workflow> {
+    Kit::new(Workflow::new())
 }
 
-fn execute(engine: &Workflow, program: &Json, input: Option<Json>) -> Ran {
-    harness::execute(engine, program, input, None, ExecutionMode::Immediate, false)
+fn execute(kit: &mut Kit<Workflow>, program: &Json, input: Option<Json>) -> Ran {
+    let mut args = kit.args(program);
+    if let Some(input) = input {
+        args["input"] = input;
+    }
+    kit.execute_args(args).unwrap_or_else(|e| panic!("the run was refused: {e}"))
+}
+
+/// The catalog_version the catalog tool serves.
+fn version(kit: &mut Kit<Workflow>) -> String {
+    let list = kit.catalog(json!({"verb": "list"})).expect("the catalog lists");
+    list["catalog_version"].as_str().expect("a catalog_version").to_owned()
 }
 
 fn call(id: &str, cap: &str, with: Json) -> Json {
@@ -34,20 +43,20 @@ fn call(id: &str, cap: &str, with: Json) -> Json {
 #[test]
 fn every_guide_example_validates_and_runs() {
     let mut programs = 0;
-    for (file, text) in guides::<Workflow>() {
+    for (file, text) in guides(&Workflow::new()) {
         for block in fenced_blocks(text, "json") {
             let doc: Json = serde_json::from_str(&block)
                 .unwrap_or_else(|e| panic!("{file}: bad JSON block ({e}):\n{block}"));
-            let engine = Workflow::new();
+            let mut kit = kit();
             if let Some(program) = doc.get("workflow") {
-                let ran = execute(&engine, program, doc.get("input").cloned());
-                assert_eq!(ran.status(), "success", "{file}: {:?} {:?}", ran.finish, ran.steps);
+                let ran = execute(&mut kit, program, doc.get("input").cloned());
+                assert_eq!(ran.status(), "success", "{file}: {:?} {:?}", ran.response, ran.steps());
             } else {
                 assert!(
                     doc.get("steps").is_some(),
                     "{file}: a json block is neither a program nor run arguments:\n{block}"
                 );
-                let v = validate(&engine, &doc);
+                let v = kit.validate(&doc);
                 assert!(v.valid, "{file}: {:#?}", v.diagnostics);
             }
             programs += 1;
@@ -58,8 +67,11 @@ fn every_guide_example_validates_and_runs() {
 
 #[test]
 fn closed_sets_guide_enumerates_every_member() {
-    harness::assert_closed_sets_listed(Workflow::new().language_spec(), guide::<Workflow>("closed-sets"));
-    let core = guide::<Workflow>("core");
+    closed_sets_table::assert_closed_sets_listed(
+        Workflow::new().language_spec(),
+        guide(&Workflow::new(), "closed-sets"),
+    );
+    let core = guide(&Workflow::new(), "core");
     assert!(core.len() < 8192, "core guide is {} bytes", core.len());
 }
 
@@ -68,9 +80,8 @@ fn closed_sets_guide_enumerates_every_member() {
 
 #[test]
 fn unknown_capability_hints_only_visible_entries() {
-    let engine = Workflow::new();
-    let v =
-        validate(&engine, &json!({"steps": [call("p", "cap_read_user_profil", json!({"user_id": "42"}))]}));
+    let mut kit = kit();
+    let v = kit.validate(&json!({"steps": [call("p", "cap_read_user_profil", json!({"user_id": "42"}))]}));
     assert!(!v.valid);
     let d = &v.diagnostics[0];
     assert_eq!(d.code, "unknown_capability");
@@ -79,70 +90,64 @@ fn unknown_capability_hints_only_visible_entries() {
 
     // The hidden entry exists in the world but is unknown to callers and never suggested.
     for name in ["cap_admin_purge", "cap_admin_purg", "cap_admin_purgee"] {
-        let v = validate(&engine, &json!({"steps": [call("p", name, json!({}))]}));
-        assert!(has(&v, "unknown_capability", "/steps/0/capability"), "{name}");
+        let v = kit.validate(&json!({"steps": [call("p", name, json!({}))]}));
+        assert!(has(&v.diagnostics, "unknown_capability", "/steps/0/capability"), "{name}");
         let text = serde_json::to_string(&v).unwrap();
         assert!(!text.contains("cap_admin_purge\"") && !text.contains("close match: cap_admin"), "{text}");
     }
-    assert!(engine.catalog_snapshot(&caller()).get("cap_admin_purge").is_none());
+    let hidden = kit.catalog(json!({"verb": "get", "id": "cap_admin_purge"})).unwrap_err();
+    assert_eq!(hidden.error.kind, ErrorKind::NotFound);
 }
 
 #[test]
 fn structural_codes() {
-    let engine = Workflow::new();
-    let v = validate(
-        &engine,
-        &json!({
-            "input": {},
-            "steps": [
-                {"id": "a", "kind": "cal", "capability": "cap_list_users"},
-                {"kind": "set", "value": 1},
-                {"id": "a", "kind": "set", "value": 1, "over": "x"},
-                {"id": "b#1", "kind": "set", "value": 1},
-                {"id": "c", "kind": "call", "capability": "ds_tiers"},
-                {"id": "d", "kind": "branch", "on": "gold", "arms": []}
-            ]
-        }),
-    );
-    assert!(has(&v, "unknown_member", "/input"), "{:?}", codes(&v));
-    assert!(has(&v, "unknown_step_kind", "/steps/0/kind"));
-    assert!(has(&v, "malformed_step", "/steps/1"));
-    assert!(has(&v, "duplicate_step_id", "/steps/2/id"));
-    assert!(has(&v, "unknown_member", "/steps/2/over"));
-    assert!(has(&v, "constraint", "/steps/3/id"));
-    assert!(has(&v, "not_callable", "/steps/4/capability"));
-    assert!(has(&v, "malformed_step", "/steps/5/on"));
-    assert!(has(&v, "malformed_step", "/steps/5/arms"));
+    let mut kit = kit();
+    let v = kit.validate(&json!({
+        "input": {},
+        "steps": [
+            {"id": "a", "kind": "cal", "capability": "cap_list_users"},
+            {"kind": "set", "value": 1},
+            {"id": "a", "kind": "set", "value": 1, "over": "x"},
+            {"id": "b#1", "kind": "set", "value": 1},
+            {"id": "c", "kind": "call", "capability": "ds_tiers"},
+            {"id": "d", "kind": "branch", "on": "gold", "arms": []}
+        ]
+    }));
+    assert!(has(&v.diagnostics, "unknown_member", "/input"), "{:?}", findings(&v.diagnostics));
+    assert!(has(&v.diagnostics, "unknown_step_kind", "/steps/0/kind"));
+    assert!(has(&v.diagnostics, "malformed_step", "/steps/1"));
+    assert!(has(&v.diagnostics, "duplicate_step_id", "/steps/2/id"));
+    assert!(has(&v.diagnostics, "unknown_member", "/steps/2/over"));
+    assert!(has(&v.diagnostics, "constraint", "/steps/3/id"));
+    assert!(has(&v.diagnostics, "not_callable", "/steps/4/capability"));
+    assert!(has(&v.diagnostics, "malformed_step", "/steps/5/on"));
+    assert!(has(&v.diagnostics, "malformed_step", "/steps/5/arms"));
     assert!(v.plan.is_none());
-    let v = validate(&engine, &json!([1]));
-    assert!(has(&v, "malformed_program", ""));
-    let v = validate(&engine, &json!({"inputs": {"n": "int"}, "steps": []}));
-    assert!(has(&v, "invalid_input_type", "/inputs/n"));
+    let v = kit.validate(&json!([1]));
+    assert!(has(&v.diagnostics, "malformed_program", ""));
+    let v = kit.validate(&json!({"inputs": {"n": "int"}, "steps": []}));
+    assert!(has(&v.diagnostics, "invalid_input_type", "/inputs/n"));
 }
 
 #[test]
 fn arguments_and_types() {
-    let engine = Workflow::new();
-    let v = validate(
-        &engine,
-        &json!({"steps": [
-            call("a", "cap_create_ticket", json!({"user_id": 42, "titel": "x"})),
-            {"id": "b", "kind": "call", "capability": "cap_close_ticket"},
-        ]}),
-    );
-    assert!(has(&v, "missing_argument", "/steps/0/with"), "{:?}", codes(&v));
-    assert!(has(&v, "unexpected_argument", "/steps/0/with/titel"));
-    assert!(has(&v, "type_mismatch", "/steps/0/with/user_id"));
-    assert!(has(&v, "missing_argument", "/steps/1"));
+    let mut kit = kit();
+    let v = kit.validate(&json!({"steps": [
+        call("a", "cap_create_ticket", json!({"user_id": 42, "titel": "x"})),
+        {"id": "b", "kind": "call", "capability": "cap_close_ticket"},
+    ]}));
+    assert!(has(&v.diagnostics, "missing_argument", "/steps/0/with"), "{:?}", findings(&v.diagnostics));
+    assert!(has(&v.diagnostics, "unexpected_argument", "/steps/0/with/titel"));
+    assert!(has(&v.diagnostics, "type_mismatch", "/steps/0/with/user_id"));
+    assert!(has(&v.diagnostics, "missing_argument", "/steps/1"));
     let hint = v.diagnostics.iter().find(|d| d.code == "unexpected_argument").and_then(|d| d.hint.clone());
     assert_eq!(hint.as_deref(), Some("close match: title"));
 }
 
 #[test]
 fn references_and_scope() {
-    let engine = Workflow::new();
-    let v = validate(
-        &engine,
+    let mut kit = kit();
+    let v = kit.validate(
         &json!({
             "inputs": {"userId": "string"},
             "steps": [
@@ -157,17 +162,17 @@ fn references_and_scope() {
             ]
         }),
     );
-    let c = codes(&v);
-    assert!(has(&v, "out_of_scope", "/steps/0/with/user_id"), "{c:?}");
-    assert!(has(&v, "unknown_reference", "/steps/1/with/user_id"), "{c:?}");
-    assert!(has(&v, "out_of_scope", "/steps/2/arms/1/steps/0/value"), "{c:?}");
-    assert!(has(&v, "out_of_scope", "/steps/3/value/0"), "{c:?}");
-    assert!(has(&v, "out_of_scope", "/steps/3/value/1"), "{c:?}");
-    assert!(has(&v, "unknown_reference", "/steps/3/value/2"), "{c:?}");
-    assert!(has(&v, "unknown_reference", "/steps/3/value/3"), "{c:?}");
-    assert!(has(&v, "unknown_field", "/steps/3/value/4"), "{c:?}");
-    assert!(has(&v, "type_mismatch", "/steps/4/over"), "{c:?}");
-    assert!(has(&v, "unused_input", "/inputs/userId"), "{c:?}");
+    let c = findings(&v.diagnostics);
+    assert!(has(&v.diagnostics, "out_of_scope", "/steps/0/with/user_id"), "{c:?}");
+    assert!(has(&v.diagnostics, "unknown_reference", "/steps/1/with/user_id"), "{c:?}");
+    assert!(has(&v.diagnostics, "out_of_scope", "/steps/2/arms/1/steps/0/value"), "{c:?}");
+    assert!(has(&v.diagnostics, "out_of_scope", "/steps/3/value/0"), "{c:?}");
+    assert!(has(&v.diagnostics, "out_of_scope", "/steps/3/value/1"), "{c:?}");
+    assert!(has(&v.diagnostics, "unknown_reference", "/steps/3/value/2"), "{c:?}");
+    assert!(has(&v.diagnostics, "unknown_reference", "/steps/3/value/3"), "{c:?}");
+    assert!(has(&v.diagnostics, "unknown_field", "/steps/3/value/4"), "{c:?}");
+    assert!(has(&v.diagnostics, "type_mismatch", "/steps/4/over"), "{c:?}");
+    assert!(has(&v.diagnostics, "unused_input", "/inputs/userId"), "{c:?}");
     let hint =
         v.diagnostics.iter().find(|d| d.path == "/steps/1/with/user_id".into()).and_then(|d| d.hint.clone());
     assert_eq!(hint.as_deref(), Some("close match: userId"));
@@ -175,32 +180,32 @@ fn references_and_scope() {
 
 #[test]
 fn arms() {
-    let engine = Workflow::new();
-    let v = validate(
-        &engine,
-        &json!({"steps": [
-            call("p", "cap_read_user_profile", json!({"user_id": "42"})),
-            {"id": "b", "kind": "branch", "on": "$.steps.p.output.tier", "arms": [
-                {"label": "x", "equals": "gold", "steps": []},
-                {"label": "x", "equals": "gold", "steps": []}
-            ]},
-            {"id": "c", "kind": "branch", "on": "$.steps.p.output.tier", "arms": [
-                {"label": "any", "steps": []},
-                {"label": "gold", "equals": "gold", "steps": []}
-            ]}
-        ]}),
+    let mut kit = kit();
+    let v = kit.validate(&json!({"steps": [
+        call("p", "cap_read_user_profile", json!({"user_id": "42"})),
+        {"id": "b", "kind": "branch", "on": "$.steps.p.output.tier", "arms": [
+            {"label": "x", "equals": "gold", "steps": []},
+            {"label": "x", "equals": "gold", "steps": []}
+        ]},
+        {"id": "c", "kind": "branch", "on": "$.steps.p.output.tier", "arms": [
+            {"label": "any", "steps": []},
+            {"label": "gold", "equals": "gold", "steps": []}
+        ]}
+    ]}));
+    assert!(
+        has(&v.diagnostics, "duplicate_arm_label", "/steps/1/arms/1/label"),
+        "{:?}",
+        findings(&v.diagnostics)
     );
-    assert!(has(&v, "duplicate_arm_label", "/steps/1/arms/1/label"), "{:?}", codes(&v));
-    assert!(has(&v, "unreachable_arm", "/steps/1/arms/1/equals"));
-    assert!(has(&v, "missing_default_arm", "/steps/1/arms"));
-    assert!(has(&v, "unreachable_arm", "/steps/2/arms/1"));
+    assert!(has(&v.diagnostics, "unreachable_arm", "/steps/1/arms/1/equals"));
+    assert!(has(&v.diagnostics, "missing_default_arm", "/steps/1/arms"));
+    assert!(has(&v.diagnostics, "unreachable_arm", "/steps/2/arms/1"));
 }
 
 #[test]
 fn warnings_only_program_is_valid_with_a_plan() {
-    let engine = Workflow::new();
-    let v = validate(
-        &engine,
+    let mut kit = kit();
+    let v = kit.validate(
         &json!({"inputs": {"unused": "string"}, "steps": [call("u", "cap_list_users", json!({"extra": 1}))]}),
     );
     assert!(v.valid);
@@ -212,7 +217,7 @@ fn warnings_only_program_is_valid_with_a_plan() {
 
 #[test]
 fn plan_annotations() {
-    let engine = Workflow::new();
+    let mut kit = kit();
     let program = json!({"steps": [
         {"id": "users", "kind": "call", "capability": "cap_list_users"},
         {"id": "outer", "kind": "branch", "on": "$.steps.users.output.users.0.tier", "arms": [
@@ -230,8 +235,8 @@ fn plan_annotations() {
             {"label": "other", "steps": []}
         ]}
     ]});
-    let v = validate(&engine, &program);
-    assert!(v.valid, "{:?}", codes(&v));
+    let v = kit.validate(&program);
+    assert!(v.valid, "{:?}", findings(&v.diagnostics));
     let plan = v.plan.unwrap();
     let steps: Vec<Json> = plan.steps.iter().map(|s| serde_json::to_value(s).unwrap()).collect();
     assert_eq!(
@@ -256,16 +261,16 @@ fn plan_annotations() {
 // Execution
 
 fn core_example() -> (Json, Json) {
-    let block = fenced_blocks(guide::<Workflow>("core"), "json").remove(0);
+    let block = fenced_blocks(guide(&Workflow::new(), "core"), "json").remove(0);
     let doc: Json = serde_json::from_str(&block).unwrap();
     (doc["workflow"].clone(), doc["input"].clone())
 }
 
 #[test]
 fn trace_identity_branch_and_loop_decisions() {
-    let engine = Workflow::new();
+    let mut kit = kit();
     let (program, input) = core_example();
-    let ran = execute(&engine, &program, Some(input));
+    let ran = execute(&mut kit, &program, Some(input));
     assert_eq!(ran.status(), "success");
     assert_eq!(ran.ids(), ["profile", "tickets", "check", "close_all", "close#1", "close#2", "summary"]);
     let check = ran.step("check").decisions.clone().unwrap();
@@ -279,13 +284,13 @@ fn trace_identity_branch_and_loop_decisions() {
     assert_eq!(ran.step("close#2").calls.as_deref(), Some("cap_close_ticket"));
     assert_eq!(ran.step("summary").input, Some(Json::Null));
     assert_eq!(
-        ran.finish.output,
+        ran.response.output,
         Some(json!({"tier": "gold", "summary": {"user": "Amira Hassan", "open_before": 2}}))
     );
-    assert_eq!(admin::fingerprint_of(&engine.world())["tickets_open"], 1);
+    assert_eq!(admin::fingerprint_of(&kit.engine().world())["tickets_open"], 1);
 
     // Silver user: default arm, the loop is never reached.
-    let ran = execute(&Workflow::new(), &program, Some(json!({"userId": "7"})));
+    let ran = execute(&mut Kit::new(Workflow::new()), &program, Some(json!({"userId": "7"})));
     assert_eq!(ran.ids(), ["profile", "tickets", "check", "summary"]);
     let d = &ran.step("check").decisions.as_ref().unwrap()[0];
     assert_eq!(d.took, "other");
@@ -293,26 +298,26 @@ fn trace_identity_branch_and_loop_decisions() {
 
 #[test]
 fn zero_iteration_loop_records_one_exit() {
-    let engine = Workflow::new();
+    let mut kit = kit();
     let program = json!({"inputs": {"userId": "string"}, "steps": [
         call("tickets", "cap_list_open_tickets", json!({"user_id": "$.input.userId"})),
         {"id": "each", "kind": "loop", "over": "$.steps.tickets.output.tickets", "as": "t", "steps": [
             call("close", "cap_close_ticket", json!({"ticket_id": "$.vars.t.id"}))
         ]}
     ]});
-    let ran = execute(&engine, &program, Some(json!({"userId": "7"})));
+    let ran = execute(&mut kit, &program, Some(json!({"userId": "7"})));
     assert_eq!(ran.status(), "success");
     assert_eq!(ran.ids(), ["tickets", "each"]);
     let d = ran.step("each").decisions.clone().unwrap();
     assert_eq!(d.len(), 1);
     assert_eq!(d[0].took, "exit");
     assert_eq!(d[0].at, "each");
-    assert_eq!(ran.finish.output, None);
+    assert_eq!(ran.response.output, None);
 }
 
 #[test]
 fn nested_loops_qualify_ids_outermost_first() {
-    let engine = Workflow::new();
+    let mut kit = kit();
     let program = json!({"steps": [
         {"id": "rows", "kind": "set", "value": [[1, 2], [3]]},
         {"id": "outer", "kind": "loop", "over": "$.steps.rows.output", "as": "row", "steps": [
@@ -321,18 +326,18 @@ fn nested_loops_qualify_ids_outermost_first() {
             ]}
         ]}
     ]});
-    let ran = execute(&engine, &program, None);
+    let ran = execute(&mut kit, &program, None);
     assert_eq!(ran.ids(), ["rows", "outer", "inner#1", "v#1#1", "v#1#2", "inner#2", "v#2#1"]);
     assert_eq!(ran.step("v#1#2").output, Some(json!({"cell": 2})));
 }
 
 #[test]
 fn failures_are_error_first_then_partial() {
-    let engine = Workflow::new();
+    let mut kit = kit();
     let first = json!({"inputs": {"userId": "string"}, "steps": [
         call("profile", "cap_read_user_profile", json!({"user_id": "$.input.userId"}))
     ]});
-    let ran = execute(&engine, &first, Some(json!({"userId": "99"})));
+    let ran = execute(&mut kit, &first, Some(json!({"userId": "99"})));
     assert_eq!(ran.status(), "error");
     assert_eq!(ran.step("profile").outcome.status(), "not_found");
 
@@ -341,47 +346,47 @@ fn failures_are_error_first_then_partial() {
         call("b", "cap_close_ticket", json!({"ticket_id": "T-1004"})),
         {"id": "c", "kind": "set", "value": 1}
     ]});
-    let ran = execute(&engine, &second, None);
+    let ran = execute(&mut kit, &second, None);
     assert_eq!(ran.status(), "partial");
     assert_eq!(ran.ids(), ["a", "b"]);
     assert_eq!(ran.step("b").outcome.status(), "conflict");
-    assert!(ran.finish.outcome.error().is_some());
-    assert_eq!(ran.finish.output, None);
+    assert!(ran.response.outcome.error().is_some());
+    assert_eq!(ran.response.output, None);
 }
 
 #[test]
 fn input_binding_refuses_before_any_step() {
-    let engine = Workflow::new();
-    let before = admin::fingerprint_of(&engine.world());
+    let mut kit = kit();
+    let before = admin::fingerprint_of(&kit.engine().world());
     let program = json!({"inputs": {"userId": "string", "n": "number"}, "steps": [
         call("t", "cap_create_ticket", json!({"user_id": "$.input.userId", "title": "x"})),
         {"id": "s", "kind": "set", "value": "$.input.n"}
     ]});
-    let ran = execute(&engine, &program, Some(json!({"userId": 42, "extra": true})));
-    assert!(ran.steps.is_empty());
-    assert_eq!(ran.input_binding_paths(), ["/userId", "/n", "/extra"]);
-    let ran = execute(&engine, &program, None);
-    assert_eq!(ran.refused.len(), 1);
-    assert_eq!(admin::fingerprint_of(&engine.world()), before);
+    let ran = execute(&mut kit, &program, Some(json!({"userId": 42, "extra": true})));
+    assert!(ran.steps().is_empty());
+    assert_eq!(ran.input_binding(), ["/userId", "/n", "/extra"]);
+    let ran = execute(&mut kit, &program, None);
+    assert_eq!(ran.refused().len(), 1);
+    assert_eq!(admin::fingerprint_of(&kit.engine().world()), before);
 }
 
 #[test]
 fn admin_tools_move_the_catalog_and_echo() {
-    let engine = Workflow::new();
-    let v1 = engine.catalog_snapshot(&caller()).version().to_owned();
-    assert_eq!(engine.catalog_snapshot(&caller()).version(), v1, "stable without changes");
-    engine.add_entry(&json!({"id": "cap_echo", "risk": "write"})).unwrap();
-    let v2 = engine.catalog_snapshot(&caller()).version().to_owned();
+    let mut kit = kit();
+    let v1 = version(&mut kit);
+    assert_eq!(version(&mut kit), v1, "stable without changes");
+    kit.engine().add_entry(&json!({"id": "cap_echo", "risk": "write"})).unwrap();
+    let v2 = version(&mut kit);
     assert_ne!(v1, v2);
-    let ran = execute(&engine, &json!({"steps": [call("e", "cap_echo", json!({"a": [1, "$$x"]}))]}), None);
+    let ran = execute(&mut kit, &json!({"steps": [call("e", "cap_echo", json!({"a": [1, "$$x"]}))]}), None);
     assert_eq!(ran.step("e").output, Some(json!({"a": [1, "$x"]})));
-    engine.update_entry(&json!({"id": "cap_echo", "description": "changed"})).unwrap();
-    assert_ne!(engine.catalog_snapshot(&caller()).version(), v2);
-    engine.remove_entry(&json!({"id": "cap_echo"})).unwrap();
-    assert_eq!(engine.catalog_snapshot(&caller()).version(), v1);
-    assert!(engine.add_entry(&json!({"id": "cap_admin_purge"})).is_err());
-    assert!(engine.remove_entry(&json!({"id": "cap_admin_purge"})).is_err());
-    let fp = engine.fingerprint(&json!({})).unwrap();
+    kit.engine().update_entry(&json!({"id": "cap_echo", "description": "changed"})).unwrap();
+    assert_ne!(version(&mut kit), v2);
+    kit.engine().remove_entry(&json!({"id": "cap_echo"})).unwrap();
+    assert_eq!(version(&mut kit), v1);
+    assert!(kit.engine().add_entry(&json!({"id": "cap_admin_purge"})).is_err());
+    assert!(kit.engine().remove_entry(&json!({"id": "cap_admin_purge"})).is_err());
+    let fp = kit.engine().fingerprint(&json!({})).unwrap();
     assert_eq!(fp["tickets_open"], 3);
     assert_eq!(fp["emails_sent"], 0);
     assert_eq!(fp["fingerprint"].as_str().unwrap().len(), 32);
@@ -389,23 +394,24 @@ fn admin_tools_move_the_catalog_and_echo() {
 
 #[test]
 fn validation_is_side_effect_free_and_fault_injection_panics() {
-    let engine = Workflow::new();
+    let mut kit = kit();
     let (program, _) = core_example();
-    let before = engine.fingerprint(&json!({})).unwrap();
+    let before = kit.engine().fingerprint(&json!({})).unwrap();
     for _ in 0..3 {
-        assert!(validate(&engine, &program).valid);
+        assert!(kit.validate(&program).valid);
     }
-    assert_eq!(engine.fingerprint(&json!({})).unwrap(), before);
-    engine.inject_fault(&json!({"validator_panic": true})).unwrap();
-    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| validate(&engine, &program)));
-    assert!(panicked.is_err());
-    engine.inject_fault(&json!({"validator_panic": false})).unwrap();
-    assert!(validate(&engine, &program).valid);
+    assert_eq!(kit.engine().fingerprint(&json!({})).unwrap(), before);
+    kit.engine().inject_fault(&json!({"validator_panic": true})).unwrap();
+    let args = kit.args(&program);
+    let refused = kit.validate_args(args).expect_err("a panicking validator judges nothing");
+    assert_eq!(refused.error.kind, ErrorKind::Internal);
+    kit.engine().inject_fault(&json!({"validator_panic": false})).unwrap();
+    assert!(kit.validate(&program).valid);
 }
 
 #[test]
 fn loop_iterations_are_bounded() {
-    let engine = Workflow::new();
+    let mut kit = kit();
     let items: Vec<u32> = (0..400).collect();
     let program = json!({"steps": [
         {"id": "rows", "kind": "set", "value": items},
@@ -413,9 +419,9 @@ fn loop_iterations_are_bounded() {
             {"id": "inner", "kind": "loop", "over": "$.steps.rows.output", "as": "b", "steps": []}
         ]}
     ]});
-    let ran = execute(&engine, &program, None);
+    let ran = execute(&mut kit, &program, None);
     assert_eq!(ran.status(), "partial");
     assert_eq!(ran.step("outer").outcome.status(), "partial");
-    let inner = ran.steps.iter().filter(|s| s.id.starts_with("inner#")).count();
+    let inner = ran.steps().iter().filter(|s| s.id.starts_with("inner#")).count();
     assert!(inner < 400, "{inner}");
 }

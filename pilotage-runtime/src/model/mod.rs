@@ -18,4 +18,5 @@ pub mod manifest;
 pub mod outcome;
 pub mod plan;
 pub mod risk;
+pub mod schema;
 pub mod trace;

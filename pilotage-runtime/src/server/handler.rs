@@ -6,6 +6,7 @@
 //! (`structuredContent`, one text summary, `isError` by channel).
 
 use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult,
@@ -15,6 +16,8 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
+use tracing::field::Empty;
+use tracing::Instrument;
 
 use super::tools::{Route, Stage};
 use super::Shared;
@@ -107,12 +110,9 @@ async fn call(shared: &Shared, session: &Arc<Session>, name: &str, args: Args) -
     let Value::Object(args) = as_value else {
         return Err(McpError::invalid_params("arguments must be an object", None));
     };
-    let ctx = |index: usize| Ctx {
-        lang: &shared.langs[index],
-        index,
-        session,
-        stores: &shared.stores,
-        slots: &shared.slots,
+    let ctx = |index: usize| {
+        tracing::Span::current().record("language", shared.langs[index].spec.name);
+        Ctx { lang: &shared.langs[index], index, session, stores: &shared.stores, slots: &shared.slots }
     };
     let reply = match &entry.route {
         Route::Manifest => Reply::value(&*shared.manifest, shared.manifest_summary.clone()),
@@ -168,6 +168,31 @@ fn select(shared: &Shared, langs: &[usize], args: &Args) -> OpResult<usize> {
     }
 }
 
+/// Our one event per `tools/call` (target `pilotage`, level info; inside the call's span, which
+/// carries the tool and the Language): the run id where there is one, the duration and the
+/// outcome (a run's status, `valid`/`invalid`, `ok`, `request_error:<kind>` or
+/// `jsonrpc_error:<code>`).
+fn log_call(reply: &Result<Reply, McpError>, took: Duration) {
+    let duration_ms = took.as_micros() as f64 / 1e3;
+    let reply = match reply {
+        Ok(reply) => reply,
+        Err(e) => {
+            let outcome = format!("jsonrpc_error:{}", e.code.0);
+            tracing::info!(target: "pilotage", duration_ms, outcome, "tools/call answered");
+            return;
+        }
+    };
+    let v = &reply.structured;
+    let outcome = match (reply.is_error, v["outcome"]["status"].as_str(), v["valid"].as_bool()) {
+        (true, _, _) => format!("request_error:{}", v["error"]["kind"].as_str().unwrap_or("unknown")),
+        (false, Some(status), _) => status.to_owned(),
+        (false, None, Some(valid)) => (if valid { "valid" } else { "invalid" }).to_owned(),
+        (false, None, None) => "ok".to_owned(),
+    };
+    let run_id = v["run_id"].as_str();
+    tracing::info!(target: "pilotage", run_id, duration_ms, outcome, "tools/call answered");
+}
+
 /// The MCP envelope of a reply: its summary as the text content (never the structured value
 /// stringified only to be replaced, as `CallToolResult::structured` would).
 fn envelope(reply: Reply) -> CallToolResult {
@@ -213,8 +238,12 @@ impl ServerHandler for PilotageHandler {
     ) -> Result<CallToolResponse, McpError> {
         let session = self.session(&context)?;
         let args = request.arguments.unwrap_or_default();
-        let reply = call(&self.shared, &session, &request.name, args).await?;
-        Ok(envelope(reply).into())
+        let span =
+            tracing::info_span!(target: "pilotage", "tools/call", tool = %request.name, language = Empty);
+        let started = Instant::now();
+        let reply = call(&self.shared, &session, &request.name, args).instrument(span.clone()).await;
+        span.in_scope(|| log_call(&reply, started.elapsed()));
+        Ok(envelope(reply?).into())
     }
 
     async fn on_custom_request(

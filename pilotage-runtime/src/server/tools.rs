@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use super::schemas as schema;
 use crate::model::capabilities::Capability;
 use crate::model::manifest::{CATALOG_TOOL, EXTENSION_ID, GUIDE_TOOL, MANIFEST_TOOL};
+use crate::model::schema::standardize;
 use crate::ops::Hosted;
 
 /// A loop stage served by a (possibly shared) tool.
@@ -66,6 +67,8 @@ fn entry(
     route: Route,
     meta: Option<Value>,
 ) -> Result<ToolEntry, String> {
+    // The one place every advertised schema passes: only standard JSON Schema on the wire.
+    let (input, output) = (standardize(input), standardize(output));
     let input_validator =
         jsonschema::validator_for(&input).map_err(|e| format!("tool {name}: bad input schema: {e}"))?;
     let output_validator =
