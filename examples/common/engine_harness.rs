@@ -20,6 +20,11 @@ use pilotage::model::trace::TraceStep;
 use pilotage::testkit::{derive, Derivation};
 use serde_json::Value as Json;
 
+/// A typed plain tool's arguments, from JSON, as the generated code reads them.
+pub fn args<T: serde::de::DeserializeOwned>(json: Json) -> T {
+    serde_json::from_value(json).expect("the arguments fit the tool's parameter type")
+}
+
 /// The caller of every request.
 pub fn caller() -> Caller {
     Caller::new("test-caller")

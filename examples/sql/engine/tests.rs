@@ -11,7 +11,7 @@ use pilotage::model::plan::ValidateResponse;
 #[path = "../../common/engine_harness.rs"]
 mod harness;
 
-use harness::{caller, fenced_blocks, guide, guides, Ran};
+use harness::{args, caller, fenced_blocks, guide, guides, Ran};
 
 use pilotage::prelude::*;
 
@@ -52,7 +52,7 @@ fn only(v: &ValidateResponse) -> (String, String, Option<String>) {
 }
 
 fn fp(engine: &Sql) -> Json {
-    engine.fingerprint(&json!({})).unwrap()
+    engine.fingerprint(args(json!({}))).unwrap()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -342,13 +342,13 @@ fn drop_and_admin_tools_move_the_catalog_rows_do_not() {
     let v1 = engine.version();
     execute(&engine, "INSERT INTO customers (name, email) VALUES ('New', 'new@example.com')", None);
     assert_eq!(engine.version(), v1, "rows never move catalog_version");
-    engine.schema_apply(&json!({"ddl": "ALTER TABLE customers ADD COLUMN phone TEXT"})).unwrap();
+    engine.schema_apply(args(json!({"ddl": "ALTER TABLE customers ADD COLUMN phone TEXT"}))).unwrap();
     let v2 = engine.version();
     assert_ne!(v1, v2);
     assert!(v(&engine, "SELECT phone FROM customers").valid);
     engine
         .create_table(
-            &json!({"name": "notes", "columns": {"id": "INTEGER PRIMARY KEY", "body": "TEXT NOT NULL"}}),
+            args(json!({"name": "notes", "columns": {"id": "INTEGER PRIMARY KEY", "body": "TEXT NOT NULL"}})),
         )
         .unwrap();
     assert!(engine.catalog_snapshot(&caller()).get("notes").is_some());
@@ -357,11 +357,11 @@ fn drop_and_admin_tools_move_the_catalog_rows_do_not() {
     assert_eq!(engine.version(), v2);
     assert!(engine
         .schema_apply(
-            &json!({"ddl": "CREATE TRIGGER t AFTER INSERT ON orders BEGIN DELETE FROM orders; END"})
+            args(json!({"ddl": "CREATE TRIGGER t AFTER INSERT ON orders BEGIN DELETE FROM orders; END"}))
         )
         .is_err());
-    assert!(engine.schema_apply(&json!({"ddl": "DELETE FROM orders"})).is_err());
-    engine.drop_table(&json!({"name": "order_totals"})).unwrap();
+    assert!(engine.schema_apply(args(json!({"ddl": "DELETE FROM orders"}))).is_err());
+    engine.drop_table(args(json!({"name": "order_totals"}))).unwrap();
     assert_eq!(v(&engine, "SELECT * FROM order_totals").diagnostics[0].code, "unknown_table");
 }
 

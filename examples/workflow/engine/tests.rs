@@ -10,7 +10,7 @@ use pilotage::model::plan::ValidateResponse;
 #[path = "../../common/engine_harness.rs"]
 mod harness;
 
-use harness::{caller, codes, fenced_blocks, guide, guides, has, Ran};
+use harness::{args, caller, codes, fenced_blocks, guide, guides, has, Ran};
 
 use pilotage::prelude::*;
 
@@ -370,18 +370,18 @@ fn admin_tools_move_the_catalog_and_echo() {
     let engine = Workflow::new();
     let v1 = engine.catalog_snapshot(&caller()).version().to_owned();
     assert_eq!(engine.catalog_snapshot(&caller()).version(), v1, "stable without changes");
-    engine.add_entry(&json!({"id": "cap_echo", "risk": "write"})).unwrap();
+    engine.add_entry(args(json!({"id": "cap_echo", "risk": "write"}))).unwrap();
     let v2 = engine.catalog_snapshot(&caller()).version().to_owned();
     assert_ne!(v1, v2);
     let ran = execute(&engine, &json!({"steps": [call("e", "cap_echo", json!({"a": [1, "$$x"]}))]}), None);
     assert_eq!(ran.step("e").output, Some(json!({"a": [1, "$x"]})));
-    engine.update_entry(&json!({"id": "cap_echo", "description": "changed"})).unwrap();
+    engine.update_entry(args(json!({"id": "cap_echo", "description": "changed"}))).unwrap();
     assert_ne!(engine.catalog_snapshot(&caller()).version(), v2);
-    engine.remove_entry(&json!({"id": "cap_echo"})).unwrap();
+    engine.remove_entry(args(json!({"id": "cap_echo"}))).unwrap();
     assert_eq!(engine.catalog_snapshot(&caller()).version(), v1);
-    assert!(engine.add_entry(&json!({"id": "cap_admin_purge"})).is_err());
-    assert!(engine.remove_entry(&json!({"id": "cap_admin_purge"})).is_err());
-    let fp = engine.fingerprint(&json!({})).unwrap();
+    assert!(engine.add_entry(args(json!({"id": "cap_admin_purge"}))).is_err());
+    assert!(engine.remove_entry(args(json!({"id": "cap_admin_purge"}))).is_err());
+    let fp = engine.fingerprint(args(json!({}))).unwrap();
     assert_eq!(fp["tickets_open"], 3);
     assert_eq!(fp["emails_sent"], 0);
     assert_eq!(fp["fingerprint"].as_str().unwrap().len(), 32);
@@ -391,15 +391,15 @@ fn admin_tools_move_the_catalog_and_echo() {
 fn validation_is_side_effect_free_and_fault_injection_panics() {
     let engine = Workflow::new();
     let (program, _) = core_example();
-    let before = engine.fingerprint(&json!({})).unwrap();
+    let before = engine.fingerprint(args(json!({}))).unwrap();
     for _ in 0..3 {
         assert!(validate(&engine, &program).valid);
     }
-    assert_eq!(engine.fingerprint(&json!({})).unwrap(), before);
-    engine.inject_fault(&json!({"validator_panic": true})).unwrap();
+    assert_eq!(engine.fingerprint(args(json!({}))).unwrap(), before);
+    engine.inject_fault(args(json!({"validator_panic": true}))).unwrap();
     let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| validate(&engine, &program)));
     assert!(panicked.is_err());
-    engine.inject_fault(&json!({"validator_panic": false})).unwrap();
+    engine.inject_fault(args(json!({"validator_panic": false}))).unwrap();
     assert!(validate(&engine, &program).valid);
 }
 
