@@ -223,7 +223,7 @@ pub fn check(args: Args, tools: &[RawTool], item: &ItemImpl, errors: &mut Errors
                     &cap.ident,
                     format!("`execute` is declared, so `{key}` is required: add `{ex}"),
                 ),
-                (None, Some(entry)) => errors.spanned(
+                (None, Some(entry)) if !caps.presumes("execute") => errors.spanned(
                     &entry.meta,
                     format!("`{key}` applies only when `execute` is declared: remove it, or add `execute` to capabilities(...)"),
                 ),
@@ -256,7 +256,7 @@ pub fn check(args: Args, tools: &[RawTool], item: &ItemImpl, errors: &mut Errors
                     &cap.ident,
                     format!("the `catalog` capability is declared, so `{key} = ...` is required: add `{ex}"),
                 ),
-                (None, Some(meta)) => errors.spanned(
+                (None, Some(meta)) if !caps.presumes("catalog") => errors.spanned(
                     meta,
                     format!("`{key} = ...` applies only with the `catalog` capability: add `catalog` to capabilities(...), or remove this key"),
                 ),
@@ -511,9 +511,17 @@ fn check_guides(lit: &LitStr, errors: &mut Errors) -> Option<Vec<Guide>> {
 }
 
 /// The declared capabilities by wire name.
-struct Caps<'a>(BTreeMap<&'static str, &'a CapItem>);
+/// The declared capabilities by wire name, and those a misspelled capability was presumably
+/// meant to be: rules fire for neither their presence nor their absence, so the misspelling is
+/// reported once.
+struct Caps<'a>(BTreeMap<&'static str, &'a CapItem>, Vec<&'static str>);
 
 impl<'a> Caps<'a> {
+    /// Whether a misspelled capability was presumably meant to be `wire`.
+    fn presumes(&self, wire: &str) -> bool {
+        self.1.contains(&wire)
+    }
+
     fn get(&self, wire: &str) -> Option<&'a CapItem> {
         self.0.get(wire).copied()
     }
@@ -522,6 +530,7 @@ impl<'a> Caps<'a> {
 fn check_capabilities<'a>(entry: &'a Entry<Vec<CapItem>>, errors: &mut Errors) -> Caps<'a> {
     let names: Vec<&str> = CAPABILITIES.iter().map(|c| c.0).collect();
     let mut declared: BTreeMap<&'static str, &'a CapItem> = BTreeMap::new();
+    let mut presumed: Vec<&'static str> = Vec::new();
     for item in &entry.value {
         let wire = item.ident.to_string();
         let Some((cap, _, subs)) = CAPABILITIES.iter().find(|c| c.0 == wire) else {
@@ -537,10 +546,7 @@ fn check_capabilities<'a>(entry: &'a Entry<Vec<CapItem>>, errors: &mut Errors) -
                     // The rules that follow read the typo as the capability it was meant to
                     // be, so the one mistake is reported once.
                     if let Some(meant) = closest(&wire, &names) {
-                        let meant = CAPABILITIES.iter().map(|c| c.0).find(|c| *c == meant);
-                        if let Some(meant) = meant.filter(|m| !declared.contains_key(m)) {
-                            declared.insert(meant, item);
-                        }
+                        presumed.extend(CAPABILITIES.iter().map(|c| c.0).find(|c| *c == meant));
                     }
                 }
             }
@@ -576,7 +582,7 @@ fn check_capabilities<'a>(entry: &'a Entry<Vec<CapItem>>, errors: &mut Errors) -
     const REQUIRES: [(&str, &str); 4] =
         [("validate", "guides"), ("plan", "validate"), ("execute", "validate"), ("trace_fetch", "execute")];
     for floor in ["guides", "validate"] {
-        if !declared.contains_key(floor) {
+        if !declared.contains_key(floor) && !presumed.contains(&floor) {
             let needing: Vec<String> = REQUIRES
                 .iter()
                 .filter(|(cap, needs)| *needs == floor && declared.contains_key(cap))
@@ -594,14 +600,14 @@ fn check_capabilities<'a>(entry: &'a Entry<Vec<CapItem>>, errors: &mut Errors) -
         }
     }
     for (cap, needs) in REQUIRES.iter().filter(|(_, needs)| !["guides", "validate"].contains(needs)) {
-        if let (Some(item), false) = (declared.get(cap), declared.contains_key(needs)) {
+        if let (Some(item), false) = (declared.get(cap), declared.contains_key(needs) || presumed.contains(needs)) {
             errors.spanned(
                 &item.ident,
                 format!("`{cap}` requires `{needs}`: add `{needs}` to capabilities(...)"),
             );
         }
     }
-    Caps(declared)
+    Caps(declared, presumed)
 }
 
 type Tools = (LoopTool, Option<LoopTool>, Option<LoopTool>, Vec<PlainTool>, Vec<usize>);
@@ -717,7 +723,7 @@ fn check_tools(
                     _ => None,
                 };
                 if let (Some(needs), Some(caps)) = (needs, caps) {
-                    if caps.get(needs).is_none() {
+                    if caps.get(needs).is_none() && !caps.presumes(needs) {
                         errors.spanned(
                             stage,
                             format!("`#[loop_tool({stage_name})]` needs the `{needs}` capability: add `{needs}` to capabilities(...), or remove this tool"),

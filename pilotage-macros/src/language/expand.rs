@@ -137,8 +137,11 @@ pub fn expand(item: &ItemImpl, model: &Model) -> TokenStream {
 
     let catalog = match &model.catalog {
         Some((method, ret)) => {
-            let call = quote_spanned!(ret.span()=> #p::catalog_snapshot(<#self_ty>::#method(self, caller)));
-            quote!(::core::option::Option::Some(#call))
+            let snapshot = quote_spanned!(ret.span()=> snapshot);
+            quote!({
+                let snapshot = <#self_ty>::#method(self, caller);
+                ::core::option::Option::Some(#p::catalog_snapshot(#snapshot))
+            })
         }
         None => quote!({
             let _ = caller;
@@ -173,11 +176,11 @@ pub fn expand(item: &ItemImpl, model: &Model) -> TokenStream {
             let sink = quote_spanned!(shape.sink.span()=> &mut run);
             let ret = shape.ret.as_ref().map_or_else(|| method.span(), |r| r.span());
             let call = if *is_async {
-                quote_spanned!(ret=> <#self_ty>::#method(self, #program, #sink).await)
+                quote!(<#self_ty>::#method(self, #program, #sink).await)
             } else {
-                quote_spanned!(ret=> <#self_ty>::#method(self, #program, #sink))
+                quote!(<#self_ty>::#method(self, #program, #sink))
             };
-            let finish = quote_spanned!(ret=> #p::Finish::<#statuses>::into_core(#call));
+            let finish = quote_spanned!(ret=> finish);
             let refuse_input = no_input.then(|| {
                 let message = string(&format!("{} programs take no input: run them without `input`", model.name));
                 quote! {
@@ -190,7 +193,8 @@ pub fn expand(item: &ItemImpl, model: &Model) -> TokenStream {
             quote!(::std::boxed::Box::pin(async move {
                 let mut run = #p::Run::<#statuses>::new(request, recorder);
                 #refuse_input
-                #finish
+                let finish = #call;
+                #p::Finish::<#statuses>::into_core(#finish)
             }))
         }
         _ => quote!(::std::boxed::Box::pin(async move {
@@ -324,7 +328,11 @@ fn plain_arm(self_ty: &syn::Type, t: &PlainTool) -> TokenStream {
         }
     });
     let args: Vec<TokenStream> = args.collect();
-    let answer = quote_spanned!(t.shape.ret.span()=> #p::plain::answer(<#self_ty>::#method(self, #(#args),*)));
+    let answered = quote_spanned!(t.shape.ret.span()=> answer);
+    let answer = quote!({
+        let answer = <#self_ty>::#method(self, #(#args),*);
+        #p::plain::answer(#answered)
+    });
     let body = if read.is_empty() {
         answer
     } else {
