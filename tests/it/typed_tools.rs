@@ -145,7 +145,8 @@ async fn tools_list_advertises_schemas_from_the_types() {
     assert_eq!(titles["annotations"]["readOnlyHint"], true);
     let manifest = conn.call_ok("pilotage_manifest", json!({})).await;
     let context = &manifest["languages"][0]["context_schema"];
-    assert!(context.is_null() || context["required"] == json!(["owner"]), "{context}");
+    assert_eq!(context["required"], json!(["owner"]), "{manifest}");
+    assert_eq!(context["additionalProperties"], json!(false), "{manifest}");
 }
 
 #[tokio::test]
@@ -189,12 +190,13 @@ async fn arguments_that_do_not_fit_are_invalid_params() {
 #[tokio::test]
 async fn no_input_refuses_a_run_given_input() {
     let mut conn = conn().await;
-    let refused = conn.call("run_todo", json!({"todo": {}, "input": {"a": 1}})).await;
+    let context = json!({"owner": "me"});
+    let refused = conn.call("run_todo", json!({"todo": {}, "context": context, "input": {"a": 1}})).await;
     assert_eq!(refused.structured["outcome"]["status"], "validation_error", "{}", refused.raw);
     let diagnostics = refused.structured["diagnostics"].as_array().unwrap();
     assert_eq!(diagnostics.len(), 1, "{}", refused.raw);
     assert_eq!(diagnostics[0]["code"], "input_binding");
     assert_eq!(diagnostics[0]["message"], "todo/v1 programs take no input: run them without `input`");
-    let ran = conn.call("run_todo", json!({"todo": {}})).await;
+    let ran = conn.call("run_todo", json!({"todo": {}, "context": context})).await;
     assert_eq!(ran.structured["outcome"]["status"], "success", "{}", ran.raw);
 }

@@ -78,7 +78,7 @@ pub fn expand(item: &ItemImpl, model: &Model) -> TokenStream {
             ))
         }
         Some(ContextSchema::Type(ty)) => {
-            let schema = quote_spanned!(ty.span()=> #p::plain::input_schema::<#ty>());
+            let schema = quote_spanned!(ty.span()=> ::pilotage::__private::plain::input_schema::<#ty>());
             quote!(::core::option::Option::Some(#schema))
         }
         None => quote!(::core::option::Option::None),
@@ -137,10 +137,10 @@ pub fn expand(item: &ItemImpl, model: &Model) -> TokenStream {
 
     let catalog = match &model.catalog {
         Some((method, ret)) => {
-            let snapshot = quote_spanned!(ret.span()=> snapshot);
+            let snapshot = quote_spanned!(ret.span()=> ::pilotage::__private::catalog_snapshot(snapshot));
             quote!({
                 let snapshot = <#self_ty>::#method(self, caller);
-                ::core::option::Option::Some(#p::catalog_snapshot(#snapshot))
+                ::core::option::Option::Some(#snapshot)
             })
         }
         None => quote!({
@@ -180,7 +180,9 @@ pub fn expand(item: &ItemImpl, model: &Model) -> TokenStream {
             } else {
                 quote!(<#self_ty>::#method(self, #program, #sink))
             };
-            let finish = quote_spanned!(ret=> finish);
+            // The conversion is spanned at the user's return type (path included), so a
+            // wrong type is reported there, once.
+            let finish = quote_spanned!(ret=> ::pilotage::__private::Finish::<#statuses>::into_core(finish));
             let refuse_input = no_input.then(|| {
                 let message = string(&format!("{} programs take no input: run them without `input`", model.name));
                 quote! {
@@ -194,7 +196,7 @@ pub fn expand(item: &ItemImpl, model: &Model) -> TokenStream {
                 let mut run = #p::Run::<#statuses>::new(request, recorder);
                 #refuse_input
                 let finish = #call;
-                #p::Finish::<#statuses>::into_core(#finish)
+                #finish
             }))
         }
         _ => quote!(::std::boxed::Box::pin(async move {
@@ -290,7 +292,7 @@ fn plain_spec(t: &PlainTool) -> TokenStream {
     let read_only = t.read_only;
     let typed = t.shape.params.iter().find_map(|a| if let PlainParam::Typed(ty) = a { Some(ty) } else { None });
     let input = match (typed, &t.input_schema) {
-        (Some(ty), _) => quote_spanned!(ty.span()=> #p::plain::input_schema::<#ty>()),
+        (Some(ty), _) => quote_spanned!(ty.span()=> ::pilotage::__private::plain::input_schema::<#ty>()),
         (None, schema) => {
             let schema = string(schema.as_deref().unwrap_or("{\"type\":\"object\"}"));
             quote!(#p::serde_json::from_str::<#p::serde_json::Value>(#schema).unwrap_or_default())
@@ -298,7 +300,7 @@ fn plain_spec(t: &PlainTool) -> TokenStream {
     };
     let output = match &t.shape.output {
         Some(ty) => {
-            let schema = quote_spanned!(ty.span()=> #p::plain::output_schema::<#ty>());
+            let schema = quote_spanned!(ty.span()=> ::pilotage::__private::plain::output_schema::<#ty>());
             quote!(::core::option::Option::Some(#schema))
         }
         None => quote!(::core::option::Option::None),
@@ -315,7 +317,6 @@ fn plain_spec(t: &PlainTool) -> TokenStream {
 /// A plain tool's arm in `call_plain_tool`: typed arguments are read first (a value that does
 /// not fit is `InvalidArguments`), then the answer converted; both spanned at the user's types.
 fn plain_arm(self_ty: &syn::Type, t: &PlainTool) -> TokenStream {
-    let p = quote!(::pilotage::__private);
     let name = string(&t.name);
     let method = &t.method;
     let mut read = TokenStream::new();
@@ -323,15 +324,15 @@ fn plain_arm(self_ty: &syn::Type, t: &PlainTool) -> TokenStream {
         PlainParam::Caller => quote!(caller),
         PlainParam::Json => quote!(arguments),
         PlainParam::Typed(ty) => {
-            read = quote_spanned!(ty.span()=> #p::plain::arguments::<#ty>(arguments));
+            read = quote_spanned!(ty.span()=> ::pilotage::__private::plain::arguments::<#ty>(arguments));
             quote!(typed)
         }
     });
     let args: Vec<TokenStream> = args.collect();
-    let answered = quote_spanned!(t.shape.ret.span()=> answer);
+    let answered = quote_spanned!(t.shape.ret.span()=> ::pilotage::__private::plain::answer(answer));
     let answer = quote!({
         let answer = <#self_ty>::#method(self, #(#args),*);
-        #p::plain::answer(#answered)
+        #answered
     });
     let body = if read.is_empty() {
         answer
