@@ -51,11 +51,11 @@ pub mod prelude {
 /// release.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::engine::plain;
     pub use crate::engine::{
         Caller, CatalogSnapshot, Engine, ExecuteRequest, Finish, FinishCore, LanguageSpec, Limits, LoopTools,
         PlainToolError, PlainToolSpec, Recorder, Run, ToolDecl, ValidateRequest, Validation, ValidationCore,
     };
-    pub use crate::engine::plain;
 
     /// The catalog method's answer, as `Engine::catalog_snapshot` returns it (a function, so
     /// that a wrong return type is reported at the method's own return type).

@@ -65,6 +65,6 @@ mod loop_http;
 mod loop_stdio;
 mod readme;
 mod schemas;
-mod typed_tools;
 mod sql_loop;
+mod typed_tools;
 mod ui;

@@ -93,7 +93,11 @@ impl Todo {
     fn add(&self, caller: &Caller, args: AddList) -> Result<Added, String> {
         match args.limit {
             Some(0) => Err("a list holds at least one item".into()),
-            limit => Ok(Added { id: args.title.to_lowercase(), by: caller.id.to_string(), limit: limit.unwrap_or(10) }),
+            limit => Ok(Added {
+                id: args.title.to_lowercase(),
+                by: caller.id.to_string(),
+                limit: limit.unwrap_or(10),
+            }),
         }
     }
 
@@ -173,7 +177,9 @@ async fn typed_calls_fit_their_output_schema() {
 async fn arguments_that_do_not_fit_are_invalid_params() {
     let mut conn = conn().await;
     // Refused by the advertised schema: a number is no title, 256 is no u8, no unknown members.
-    for args in [json!({"title": 3}), json!({"title": "a", "limit": 256}), json!({"title": "a", "x": 1}), json!({})] {
+    for args in
+        [json!({"title": 3}), json!({"title": "a", "limit": 256}), json!({"title": "a", "x": 1}), json!({})]
+    {
         let error = conn.call_carrier_error("add_list", args.clone()).await;
         assert_eq!(error["code"], INVALID_PARAMS, "{args}: {error}");
     }

@@ -85,7 +85,9 @@ pub fn add_entry(world: &mut World, args: AddEntry) -> Result<Json, String> {
         id: id.to_owned(),
         kind: AutoKind::Action,
         name: args.name.clone().unwrap_or_else(|| id.to_owned()),
-        description: args.description.unwrap_or_else(|| "Added at run time: returns its arguments unchanged.".to_owned()),
+        description: args
+            .description
+            .unwrap_or_else(|| "Added at run time: returns its arguments unchanged.".to_owned()),
         risk: args.risk.map_or(super::AutoRisk::Safe, |r| risk_named(r.name())),
         input_schema: Some(json!({"type": "object"})),
         output_schema: None,

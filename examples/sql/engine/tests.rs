@@ -347,18 +347,18 @@ fn drop_and_admin_tools_move_the_catalog_rows_do_not() {
     assert_ne!(v1, v2);
     assert!(v(&engine, "SELECT phone FROM customers").valid);
     engine
-        .create_table(
-            args(json!({"name": "notes", "columns": {"id": "INTEGER PRIMARY KEY", "body": "TEXT NOT NULL"}})),
-        )
+        .create_table(args(
+            json!({"name": "notes", "columns": {"id": "INTEGER PRIMARY KEY", "body": "TEXT NOT NULL"}}),
+        ))
         .unwrap();
     assert!(engine.catalog_snapshot(&caller()).get("notes").is_some());
     let ran = execute(&engine, "DROP TABLE notes", None);
     assert_eq!(ran.status(), "success");
     assert_eq!(engine.version(), v2);
     assert!(engine
-        .schema_apply(
-            args(json!({"ddl": "CREATE TRIGGER t AFTER INSERT ON orders BEGIN DELETE FROM orders; END"}))
-        )
+        .schema_apply(args(
+            json!({"ddl": "CREATE TRIGGER t AFTER INSERT ON orders BEGIN DELETE FROM orders; END"})
+        ))
         .is_err());
     assert!(engine.schema_apply(args(json!({"ddl": "DELETE FROM orders"}))).is_err());
     engine.drop_table(args(json!({"name": "order_totals"}))).unwrap();

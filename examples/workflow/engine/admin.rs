@@ -38,7 +38,9 @@ pub fn add_entry(world: &mut World, args: AddEntry) -> Result<Json, String> {
         id: id.to_owned(),
         kind: WfKind::Capability,
         name: args.name.clone().unwrap_or_else(|| id.to_owned()),
-        description: args.description.unwrap_or_else(|| "Added at run time: returns its input unchanged.".to_owned()),
+        description: args
+            .description
+            .unwrap_or_else(|| "Added at run time: returns its input unchanged.".to_owned()),
         risk,
         input_schema: Some(json!({"type": "object"})),
         output_schema: None,

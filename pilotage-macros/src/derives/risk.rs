@@ -128,7 +128,11 @@ fn order(names: Vec<&syn::Ident>, hints: &[(bool, bool, bool)], errors: &mut Err
             .into_iter()
             .filter_map(|(on, w)| on.then_some(w))
             .collect();
-        if words.is_empty() { "read-only".to_owned() } else { words.join(", ") }
+        if words.is_empty() {
+            "read-only".to_owned()
+        } else {
+            words.join(", ")
+        }
     };
     for later in 0..names.len() {
         let Some(earlier) = (0..later).find(|&e| less(later, e)) else { continue };

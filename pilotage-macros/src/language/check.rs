@@ -200,7 +200,9 @@ pub fn check(args: Args, tools: &[RawTool], item: &ItemImpl, errors: &mut Errors
             );
             None
         }
-        (Some(file), None) => check_context_schema(&file.value, errors).map(|(p, t)| ContextSchema::File(p, t)),
+        (Some(file), None) => {
+            check_context_schema(&file.value, errors).map(|(p, t)| ContextSchema::File(p, t))
+        }
         (None, Some(ty)) => Some(ContextSchema::Type(ty.value.clone())),
         (None, None) => None,
     };
@@ -447,7 +449,12 @@ pub fn resolve(relative: &str) -> PathBuf {
 }
 
 /// The method of the impl a key names, or an error at the name with the closest method.
-fn find_method<'i>(item: &'i ItemImpl, name: &Ident, key: &str, errors: &mut Errors) -> Option<&'i ImplItemFn> {
+fn find_method<'i>(
+    item: &'i ItemImpl,
+    name: &Ident,
+    key: &str,
+    errors: &mut Errors,
+) -> Option<&'i ImplItemFn> {
     let methods: Vec<&ImplItemFn> =
         item.items.iter().filter_map(|i| if let ImplItem::Fn(f) = i { Some(f) } else { None }).collect();
     if let Some(found) = methods.iter().find(|f| f.sig.ident == *name) {
@@ -600,7 +607,9 @@ fn check_capabilities<'a>(entry: &'a Entry<Vec<CapItem>>, errors: &mut Errors) -
         }
     }
     for (cap, needs) in REQUIRES.iter().filter(|(_, needs)| !["guides", "validate"].contains(needs)) {
-        if let (Some(item), false) = (declared.get(cap), declared.contains_key(needs) || presumed.contains(needs)) {
+        if let (Some(item), false) =
+            (declared.get(cap), declared.contains_key(needs) || presumed.contains(needs))
+        {
             errors.spanned(
                 &item.ident,
                 format!("`{cap}` requires `{needs}`: add `{needs}` to capabilities(...)"),
@@ -749,7 +758,10 @@ fn check_tools(
                 );
             }
             ToolKind::Plain { description, read_only, input_schema } => {
-                let shape = check_method("plain", method, names, errors).is_some().then(|| shapes::plain(method, errors)).flatten();
+                let shape = check_method("plain", method, names, errors)
+                    .is_some()
+                    .then(|| shapes::plain(method, errors))
+                    .flatten();
                 let description = match description {
                     Some(d) if d.value().trim().is_empty() => {
                         errors.spanned(d, "the description is empty: say what the tool does");
@@ -770,7 +782,13 @@ fn check_tools(
                     }
                 };
                 let typed = shape.as_ref().and_then(|s| {
-                    s.params.iter().find_map(|p| if let shapes::PlainParam::Typed(t) = p { Some(t) } else { None })
+                    s.params.iter().find_map(|p| {
+                        if let shapes::PlainParam::Typed(t) = p {
+                            Some(t)
+                        } else {
+                            None
+                        }
+                    })
                 });
                 let schema = match (input_schema, typed) {
                     (Some(lit), Some(ty)) => {
@@ -780,9 +798,8 @@ fn check_tools(
                         );
                         None
                     }
-                    (Some(lit), None) => {
-                        check_json_object(&lit.value(), lit, "`input_schema`", errors).map(|()| Some(lit.value()))
-                    }
+                    (Some(lit), None) => check_json_object(&lit.value(), lit, "`input_schema`", errors)
+                        .map(|()| Some(lit.value())),
                     (None, _) => Some(None),
                 };
                 let (Some(name), Some(description), Some(input_schema), Some(shape)) =
@@ -873,7 +890,12 @@ fn stage_of(stage: &Ident) -> &'static str {
 /// Receiver, asyncness and arity of a tool method, then its types ([`shapes`]). `stage` is
 /// validate, execute, trace or plain. `None` when an error was reported; `Some(None)` for a
 /// trace method (its body is never called) and a plain tool (checked by [`shapes::plain`]).
-fn check_method(stage: &str, method: &ImplItemFn, names: &Names, errors: &mut Errors) -> Option<Option<LoopShape>> {
+fn check_method(
+    stage: &str,
+    method: &ImplItemFn,
+    names: &Names,
+    errors: &mut Errors,
+) -> Option<Option<LoopShape>> {
     if stage == "trace" {
         return Some(None);
     }

@@ -132,7 +132,7 @@ pub fn expand(item: &ItemImpl, model: &Model) -> TokenStream {
         None => quote!(#p::NoKind),
     };
 
-    let plain_specs = model.plain_tools.iter().map(|t| plain_spec(t));
+    let plain_specs = model.plain_tools.iter().map(plain_spec);
     let plain_arms = model.plain_tools.iter().map(|t| plain_arm(self_ty, t));
 
     let catalog = match &model.catalog {
@@ -184,7 +184,8 @@ pub fn expand(item: &ItemImpl, model: &Model) -> TokenStream {
             // wrong type is reported there, once.
             let finish = quote_spanned!(ret=> ::pilotage::__private::Finish::<#statuses>::into_core(finish));
             let refuse_input = no_input.then(|| {
-                let message = string(&format!("{} programs take no input: run them without `input`", model.name));
+                let message =
+                    string(&format!("{} programs take no input: run them without `input`", model.name));
                 quote! {
                     if run.input().is_some() {
                         run.reject_input("", #message);
@@ -290,7 +291,8 @@ fn plain_spec(t: &PlainTool) -> TokenStream {
     let name = string(&t.name);
     let description = string(&t.description);
     let read_only = t.read_only;
-    let typed = t.shape.params.iter().find_map(|a| if let PlainParam::Typed(ty) = a { Some(ty) } else { None });
+    let typed =
+        t.shape.params.iter().find_map(|a| if let PlainParam::Typed(ty) = a { Some(ty) } else { None });
     let input = match (typed, &t.input_schema) {
         (Some(ty), _) => quote_spanned!(ty.span()=> ::pilotage::__private::plain::input_schema::<#ty>()),
         (None, schema) => {

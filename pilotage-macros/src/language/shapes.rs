@@ -53,7 +53,11 @@ impl Names {
 
     /// The execute method's signature.
     pub fn execute_sig(&self, asyncness: &str, method: &str, program: &str, sink: &str) -> String {
-        format!("{asyncness}fn {method}(&self, {program}: &Json, {sink}: &mut {}) -> {}", self.run(), self.finish())
+        format!(
+            "{asyncness}fn {method}(&self, {program}: &Json, {sink}: &mut {}) -> {}",
+            self.run(),
+            self.finish()
+        )
     }
 }
 
@@ -170,11 +174,20 @@ fn program_param(name: &str, ty: &Type, sig: &str, errors: &mut Errors) -> bool 
 }
 
 /// A sink parameter (`Validation` or `Run`) given as `&mut X`: `X` when it is, after reporting.
-fn sink_param<'t>(name: &str, ty: &'t Type, expected: &str, sig: &str, errors: &mut Errors) -> Option<&'t Type> {
+fn sink_param<'t>(
+    name: &str,
+    ty: &'t Type,
+    expected: &str,
+    sig: &str,
+    errors: &mut Errors,
+) -> Option<&'t Type> {
     match reference(ty) {
         Some((true, inner)) => Some(inner),
         _ => {
-            errors.spanned(ty, format!("take `{name}: &mut {expected}`: the runtime lends it for the call, as in `{sig}`"));
+            errors.spanned(
+                ty,
+                format!("take `{name}: &mut {expected}`: the runtime lends it for the call, as in `{sig}`"),
+            );
             None
         }
     }
@@ -198,8 +211,13 @@ pub fn validate(method: &ImplItemFn, names: &Names, errors: &mut Errors) -> Opti
     let m = method.sig.ident.to_string();
     let sink = or(sink, "v");
     let sig = names.validate_sig(&m, &or(program, "program"), &sink);
-    if swapped(method, program_ty, sink_ty, &names.validate_sig(&m, &or(sink.as_str(), "program"), &or(program, "v")), errors)
-    {
+    if swapped(
+        method,
+        program_ty,
+        sink_ty,
+        &names.validate_sig(&m, &or(sink.as_str(), "program"), &or(program, "v")),
+        errors,
+    ) {
         return None;
     }
     let mut ok = program_param(program, program_ty, &sig, errors);
@@ -282,12 +300,18 @@ pub fn execute(method: &ImplItemFn, names: &Names, errors: &mut Errors) -> Optio
     match sink_param(&sink, sink_ty, &names.run(), &sig, errors) {
         Some(inner) => match last(inner) {
             Some((i, _, _)) if i == "Validation" => {
-                errors.spanned(inner, format!("an execute method records a `Run`, not a `Validation`: `{sig}`"));
+                errors.spanned(
+                    inner,
+                    format!("an execute method records a `Run`, not a `Validation`: `{sig}`"),
+                );
                 ok = false;
             }
             Some((i, args, _)) if i == "Run" => {
                 if let Some(why) = statuses_mismatch(inner, &args, names) {
-                    errors.spanned(inner, format!("{why}: take `{sink}: &mut {}` and return `{}`", names.run(), names.finish()));
+                    errors.spanned(
+                        inner,
+                        format!("{why}: take `{sink}: &mut {}` and return `{}`", names.run(), names.finish()),
+                    );
                     statuses_reported = true;
                     ok = false;
                 }
@@ -324,13 +348,20 @@ pub fn execute(method: &ImplItemFn, names: &Names, errors: &mut Errors) -> Optio
         }
         Some((i, args, _)) if i == "Finish" && !statuses_reported => {
             if let Some(why) = statuses_mismatch(ret, &args, names) {
-                errors.spanned(ret, format!("{why}: return `{finish}` and take `{sink}: &mut {}`", names.run()));
+                errors.spanned(
+                    ret,
+                    format!("{why}: return `{finish}` and take `{sink}: &mut {}`", names.run()),
+                );
                 ok = false;
             }
         }
         _ => {}
     }
-    ok.then(|| LoopShape { program: (*program_ty).clone(), sink: (*sink_ty).clone(), ret: Some((**ret).clone()) })
+    ok.then(|| LoopShape {
+        program: (*program_ty).clone(),
+        sink: (*sink_ty).clone(),
+        ret: Some((**ret).clone()),
+    })
 }
 
 /// Why `Run<..>` / `Finish<..>` as written disagrees with `statuses = ...`; the caller appends
@@ -358,7 +389,7 @@ pub enum PlainParam {
     /// The raw `args: &Json`.
     Json,
     /// Typed arguments, read from JSON.
-    Typed(Type),
+    Typed(Box<Type>),
 }
 
 /// A plain tool's shape.
@@ -383,22 +414,33 @@ pub fn plain(method: &ImplItemFn, errors: &mut Errors) -> Option<PlainShape> {
             Some((false, inner)) if named(inner, &["Caller"]) => PlainParam::Caller,
             Some((false, inner)) if is_json(inner) => PlainParam::Json,
             Some((mutable, inner)) => {
-                let why = if mutable { "a plain tool's arguments are read, never changed" } else { "typed arguments are read into a value" };
+                let why = if mutable {
+                    "a plain tool's arguments are read, never changed"
+                } else {
+                    "typed arguments are read into a value"
+                };
                 errors.spanned(ty, format!("{why}: take `{}: {}` by value (a type with `Deserialize` and `JsonSchema`), or the raw `{}: &Json`", or(&name, "args"), show(inner), or(&name, "args")));
                 ok = false;
                 continue;
             }
             None if named(ty, &["Caller"]) => {
-                errors.spanned(ty, format!("take the caller by reference: `{}: &Caller`", or(&name, "caller")));
+                errors
+                    .spanned(ty, format!("take the caller by reference: `{}: &Caller`", or(&name, "caller")));
                 ok = false;
                 continue;
             }
-            None => PlainParam::Typed(ty.clone()),
+            None => PlainParam::Typed(Box::new(ty.clone())),
         };
-        let twice = |p: &PlainParam| matches!((p, &param), (PlainParam::Caller, PlainParam::Caller)) || (!matches!(p, PlainParam::Caller) && !matches!(param, PlainParam::Caller));
+        let twice = |p: &PlainParam| {
+            matches!((p, &param), (PlainParam::Caller, PlainParam::Caller))
+                || (!matches!(p, PlainParam::Caller) && !matches!(param, PlainParam::Caller))
+        };
         if out.iter().any(twice) {
             let what = if matches!(param, PlainParam::Caller) { "the caller" } else { "the arguments" };
-            errors.spanned(ty, format!("a plain tool takes {what} once: `{PLAIN_TYPED}` (or the raw `{PLAIN_RAW}`)"));
+            errors.spanned(
+                ty,
+                format!("a plain tool takes {what} once: `{PLAIN_TYPED}` (or the raw `{PLAIN_RAW}`)"),
+            );
             ok = false;
             continue;
         }
@@ -411,7 +453,7 @@ pub fn plain(method: &ImplItemFn, errors: &mut Errors) -> Option<PlainShape> {
                 ReturnType::Type(_, ty) => ty.span(),
                 ReturnType::Default => no_return_span(method),
             };
-            errors.at(span, format!("a plain tool answers a `Result`: add `-> Result<Json, String>` (or a typed `-> Result<MyOut, MyError>` with `MyOut: Serialize + JsonSchema`, `MyError: Display`)"));
+            errors.at(span, "a plain tool answers a `Result`: add `-> Result<Json, String>` (or a typed `-> Result<MyOut, MyError>` with `MyOut: Serialize + JsonSchema`, `MyError: Display`)");
             return None;
         }
     };
@@ -439,12 +481,16 @@ pub fn catalog(method: &ImplItemFn, errors: &mut Errors) -> Option<Type> {
     }
     let ps = params(method);
     if ps.len() != 1 {
-        errors.at(method.sig.paren_token.span.join(), format!("the catalog method takes the caller: `{sig}`"));
+        errors
+            .at(method.sig.paren_token.span.join(), format!("the catalog method takes the caller: `{sig}`"));
         return None;
     }
     let ret = match &method.sig.output {
         ReturnType::Default => {
-            errors.at(no_return_span(method), format!("the catalog method returns the caller's snapshot: `{sig}`"));
+            errors.at(
+                no_return_span(method),
+                format!("the catalog method returns the caller's snapshot: `{sig}`"),
+            );
             return None;
         }
         ReturnType::Type(_, ty) => ty,
@@ -464,7 +510,11 @@ pub fn catalog(method: &ImplItemFn, errors: &mut Errors) -> Option<Type> {
 /// `&self` first.
 fn receiver(method: &ImplItemFn, sig: &str, errors: &mut Errors) -> bool {
     match method.sig.inputs.first() {
-        Some(FnArg::Receiver(r)) if r.reference.is_some() && r.mutability.is_none() && r.colon_token.is_none() => true,
+        Some(FnArg::Receiver(r))
+            if r.reference.is_some() && r.mutability.is_none() && r.colon_token.is_none() =>
+        {
+            true
+        }
         Some(FnArg::Receiver(r)) => {
             errors.spanned(r, format!("take `&self`: `{sig}`"));
             false
@@ -489,10 +539,14 @@ pub fn repair(method: &mut ImplItemFn, names: &Names) {
             continue;
         }
         if let PathArguments::AngleBracketed(a) = &mut seg.arguments {
-            let types: Vec<&Type> = a.args.iter().filter_map(|g| match g {
-                GenericArgument::Type(t) => Some(t),
-                _ => None,
-            }).collect();
+            let types: Vec<&Type> = a
+                .args
+                .iter()
+                .filter_map(|g| match g {
+                    GenericArgument::Type(t) => Some(t),
+                    _ => None,
+                })
+                .collect();
             if let [x, y] = types.as_slice() {
                 if same(x, risk) && same(y, codes) {
                     let (x, y) = ((*x).clone(), (*y).clone());
@@ -519,9 +573,19 @@ mod tests {
 
     #[test]
     fn names_without_statuses_are_no_placeholders() {
-        let names = Names { codes: Some(syn::parse_quote!(TodoCode)), risk: Some(syn::parse_quote!(TodoRisk)), statuses: None };
-        assert_eq!(names.execute_sig("async ", "run", "todo", "run"), "async fn run(&self, todo: &Json, run: &mut Run) -> Finish");
-        assert_eq!(names.validate_sig("validate", "todo", "v"), "fn validate(&self, todo: &Json, v: &mut Validation<TodoCode, TodoRisk>)");
+        let names = Names {
+            codes: Some(syn::parse_quote!(TodoCode)),
+            risk: Some(syn::parse_quote!(TodoRisk)),
+            statuses: None,
+        };
+        assert_eq!(
+            names.execute_sig("async ", "run", "todo", "run"),
+            "async fn run(&self, todo: &Json, run: &mut Run) -> Finish"
+        );
+        assert_eq!(
+            names.validate_sig("validate", "todo", "v"),
+            "fn validate(&self, todo: &Json, v: &mut Validation<TodoCode, TodoRisk>)"
+        );
         let names = Names { statuses: Some(syn::parse_quote!(TodoStatus)), ..names };
         assert_eq!(names.run(), "Run<TodoStatus>");
     }

@@ -54,7 +54,8 @@ pub fn answer<T: Serialize, E: Display>(result: Result<T, E>) -> Result<Value, P
 /// The `inputSchema` of a typed plain tool, or a Language's context schema, from the type the
 /// values are read into.
 pub fn input_schema<T: JsonSchema>() -> Value {
-    let schema = SchemaSettings::draft2020_12().for_deserialize().into_generator().into_root_schema_for::<T>();
+    let schema =
+        SchemaSettings::draft2020_12().for_deserialize().into_generator().into_root_schema_for::<T>();
     standard(schema.to_value())
 }
 
@@ -71,7 +72,8 @@ pub fn output_schema<T: JsonSchema>() -> Value {
     if root.get("type").and_then(Value::as_str) != Some("object") {
         root = json!({"type": "object", "properties": {"result": root}, "required": ["result"]});
     }
-    let failed = json!({"type": "object", "properties": {"error": {"type": "string"}}, "required": ["error"]});
+    let failed =
+        json!({"type": "object", "properties": {"error": {"type": "string"}}, "required": ["error"]});
     let mut schema = json!({"type": "object", "anyOf": [root, failed]});
     if let (Some(defs), Some(o)) = (defs, schema.as_object_mut()) {
         o.insert("$defs".into(), defs);
@@ -160,7 +162,8 @@ mod tests {
     fn typed_arguments_and_their_refusal() {
         let ok: Args = arguments(&json!({"count": 3, "label": "x"})).unwrap();
         assert_eq!(ok, Args { count: 3, label: "x".into() });
-        let Err(PlainToolError::InvalidArguments(why)) = arguments::<Args>(&json!({"count": 300, "label": "x"}))
+        let Err(PlainToolError::InvalidArguments(why)) =
+            arguments::<Args>(&json!({"count": 300, "label": "x"}))
         else {
             panic!("300 is no u8")
         };
