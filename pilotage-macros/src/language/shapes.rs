@@ -151,6 +151,17 @@ fn no_return_span(method: &ImplItemFn) -> Span {
     method.sig.paren_token.span.close()
 }
 
+/// The written return type, or an error at the closing parenthesis saying what to add.
+fn returned<'m>(method: &'m ImplItemFn, missing: String, errors: &mut Errors) -> Option<&'m Type> {
+    match &method.sig.output {
+        ReturnType::Default => {
+            errors.at(no_return_span(method), missing);
+            None
+        }
+        ReturnType::Type(_, ty) => Some(ty),
+    }
+}
+
 /// What a loop method's glue needs: the program's and the sink's types, and the return type.
 pub struct LoopShape {
     pub program: Type,
@@ -321,18 +332,13 @@ pub fn execute(method: &ImplItemFn, names: &Names, errors: &mut Errors) -> Optio
         None => ok = false,
     }
     let finish = names.finish();
-    let ret = match &method.sig.output {
-        ReturnType::Default => {
-            errors.at(
-                no_return_span(method),
-                format!("an execute method returns how the run ended: add `-> {finish}` and end with `Finish::done()`, `Finish::output(value)` or `Finish::error(message)`"),
-            );
-            return None;
-        }
-        ReturnType::Type(_, ty) => ty,
-    };
+    let ret = returned(
+        method,
+        format!("an execute method returns how the run ended: add `-> {finish}` and end with `Finish::done()`, `Finish::output(value)` or `Finish::error(message)`"),
+        errors,
+    )?;
     match last(ret) {
-        _ if matches!(&**ret, Type::Tuple(t) if t.elems.is_empty()) => {
+        _ if matches!(ret, Type::Tuple(t) if t.elems.is_empty()) => {
             errors.spanned(ret, format!("an execute method returns how the run ended: write `-> {finish}` and end with `Finish::done()`"));
             ok = false;
         }
@@ -357,11 +363,7 @@ pub fn execute(method: &ImplItemFn, names: &Names, errors: &mut Errors) -> Optio
         }
         _ => {}
     }
-    ok.then(|| LoopShape {
-        program: (*program_ty).clone(),
-        sink: (*sink_ty).clone(),
-        ret: Some((**ret).clone()),
-    })
+    ok.then(|| LoopShape { program: (*program_ty).clone(), sink: (*sink_ty).clone(), ret: Some(ret.clone()) })
 }
 
 /// Why `Run<..>` / `Finish<..>` as written disagrees with `statuses = ...`; the caller appends
@@ -485,23 +487,14 @@ pub fn catalog(method: &ImplItemFn, errors: &mut Errors) -> Option<Type> {
             .at(method.sig.paren_token.span.join(), format!("the catalog method takes the caller: `{sig}`"));
         return None;
     }
-    let ret = match &method.sig.output {
-        ReturnType::Default => {
-            errors.at(
-                no_return_span(method),
-                format!("the catalog method returns the caller's snapshot: `{sig}`"),
-            );
-            return None;
-        }
-        ReturnType::Type(_, ty) => ty,
-    };
+    let ret = returned(method, format!("the catalog method returns the caller's snapshot: `{sig}`"), errors)?;
     let why = match last(ret) {
         Some((i, ..)) if i == "Option" => "with the `catalog` capability there is always a snapshot (an empty one when the caller sees nothing)",
         Some((i, ..)) if i == "CatalogSnapshot" => "snapshots are shared: keep one in an `Arc` and hand out clones",
         Some((i, args, _)) if i == "Arc" && !args.first().is_some_and(|a| named(a, &["CatalogSnapshot"])) => {
             "the catalog method returns the caller's snapshot"
         }
-        _ => return Some((**ret).clone()),
+        _ => return Some(ret.clone()),
     };
     errors.spanned(ret, format!("{why}: return `Arc<CatalogSnapshot>`, as in `{sig}`"));
     None
