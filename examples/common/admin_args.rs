@@ -11,7 +11,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-/// No arguments.
+/// A tool that takes no arguments.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NoArgs {}
@@ -38,7 +38,7 @@ impl EntryRisk {
     }
 }
 
-/// `catalog_add_entry`.
+/// The arguments of `catalog_add_entry`: the new entry.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AddEntry {
@@ -49,7 +49,7 @@ pub struct AddEntry {
     pub risk: Option<EntryRisk>,
 }
 
-/// `catalog_remove_entry`.
+/// The arguments of `catalog_remove_entry`: the entry to remove.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RemoveEntry {

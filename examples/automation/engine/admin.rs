@@ -41,7 +41,7 @@ pub fn fingerprint_of(world: &World) -> Json {
     })
 }
 
-/// `catalog_update_entry`: at least one of the optional members.
+/// The arguments of `catalog_update_entry`: the entry, and at least one member to change.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateEntry {
@@ -52,7 +52,7 @@ pub struct UpdateEntry {
     pub input_schema: Option<serde_json::Map<String, Json>>,
 }
 
-/// `inject_fault`: each given member replaces the current setting.
+/// The arguments of `inject_fault`: each given member replaces the current setting.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InjectFault {
@@ -62,7 +62,7 @@ pub struct InjectFault {
     pub lockdown: Option<bool>,
 }
 
-/// `emit_event`.
+/// The arguments of `emit_event`: the event and its payload.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EmitEvent {

@@ -9,12 +9,12 @@ use sqlparser::tokenizer::{Token, Tokenizer};
 
 use super::db::{quote, Db};
 
-/// No arguments.
+/// A tool that takes no arguments.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NoArgs {}
 
-/// `sql_schema_apply`.
+/// The arguments of `sql_schema_apply`: the DDL to apply.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SchemaApply {
@@ -22,7 +22,7 @@ pub struct SchemaApply {
     pub ddl: String,
 }
 
-/// `sql_create_table`.
+/// The arguments of `sql_create_table`: the table and its columns.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateTable {
@@ -33,7 +33,7 @@ pub struct CreateTable {
     pub columns: serde_json::Map<String, Json>,
 }
 
-/// `sql_drop_table`.
+/// The arguments of `sql_drop_table`: the table or view to drop.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DropTable {

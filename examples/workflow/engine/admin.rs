@@ -62,7 +62,7 @@ pub fn remove_entry(world: &mut World, args: RemoveEntry) -> Result<Json, String
     }
 }
 
-/// `catalog_update_entry`.
+/// The arguments of `catalog_update_entry`: the entry and its new description.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateEntry {
@@ -70,7 +70,7 @@ pub struct UpdateEntry {
     pub description: String,
 }
 
-/// `inject_fault`.
+/// The arguments of `inject_fault`.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InjectFault {
