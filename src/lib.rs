@@ -53,23 +53,33 @@
 //! | `trace_subprogram` | `"opaque"` or `"expanded"` | optional |
 //! | `promotion_authority` | `"caller"` or `"promoter"` | optional |
 //! | `context_schema` | path of a JSON object schema file, relative to `CARGO_MANIFEST_DIR` | optional |
+//! | `context` | a type with `Deserialize` and `JsonSchema`: the context schema generated from it | optional, not with `context_schema` |
+//! | `trace_tool` | the trace-fetch tool's name (no trace method needed) | optional, only with `trace_fetch` |
 //! | `guides` | guide folder, relative to `CARGO_MANIFEST_DIR` | required |
 //! | `codes`, `risk` | enums deriving [`Codes`] and [`RiskLevels`] | required |
 //! | `statuses` | enum deriving [`Statuses`] | optional |
 //! | `kinds` | enum deriving [`EntryKinds`] | iff `catalog` |
 //! | `catalog` | method `fn(&self, caller: &Caller) -> Arc<CatalogSnapshot>` | iff `catalog` |
+//! | `narrate` | method `fn(&self, run: &TraceFetchResponse, question: Option<&str>) -> Option<String>` | iff `trace_fetch(narrate)` |
 //!
 //! Methods of the impl carry the tools:
 //!
 //! - `#[loop_tool(validate, name = "...")] fn validate(&self, program: &Json, v: &mut Validation<C, R>)`
-//!   — exactly one; `&self`, synchronous, side-effect free.
+//!   — exactly one; `&self`, synchronous, side-effect free, returning nothing.
 //! - `#[loop_tool(execute, name = "...")] async fn run(&self, program: &Json, run: &mut Run<S>) -> Finish<S>`
-//!   — iff `execute` is declared (may also be synchronous).
-//! - `#[loop_tool(trace, name = "...")] fn trace(&self) {}` — iff `trace_fetch` is declared; the
-//!   runtime's run store serves it, the body is never called.
-//! - `#[plain_tool(name = "...", description = "...", read_only, input_schema = r#"{...}"#)]
-//!   fn tool(&self, args: &Json) -> Result<Json, String>` (optionally `, caller: &Caller`) — any
-//!   number of ordinary MCP tools. Without `description` the doc comment is used.
+//!   — iff `execute` is declared (may also be synchronous); `Run` and `Finish` without `<S>`
+//!   when no `statuses` is declared. With `no_input` (`#[loop_tool(execute, name = "...",
+//!   no_input)]`) a Run given `input` is refused before the method runs.
+//! - `#[loop_tool(trace, name = "...")] fn trace(&self) {}` — iff `trace_fetch` is declared and
+//!   no `trace_tool = "..."` names the tool; the runtime's run store serves it, the body is
+//!   never called.
+//! - `#[plain_tool(name = "...", description = "...", read_only)]
+//!   fn tool(&self, caller: &Caller, args: MyArgs) -> Result<MyOut, MyError>` — any number of
+//!   ordinary MCP tools. `MyArgs: Deserialize + JsonSchema` gives the `inputSchema` (arguments
+//!   that do not fit are JSON-RPC `-32602`), `MyOut: Serialize + JsonSchema` the
+//!   `outputSchema`, `MyError: Display` the error text; `caller` is optional and may come after
+//!   the arguments. The raw form takes `args: &Json` (with `input_schema = r#"{...}"#`) and
+//!   answers `Json` (no `outputSchema`). Without `description` the doc comment is used.
 //!
 //! A loop tool's doc comment becomes the extra text of its description.
 //!

@@ -28,12 +28,8 @@ impl Calc {
         v.step("sum", CalcRisk::Safe);
     }
 
-    #[loop_tool(execute, name = "run_calc")]
+    #[loop_tool(execute, name = "run_calc", no_input)] // a Run given `input` is refused
     async fn run(&self, program: &Json, run: &mut Run) -> Finish {
-        if run.input().is_some() {
-            run.reject_input("", "calc takes no input"); // before any step: a refusal
-            return Finish::done();
-        }
         let sum: f64 = program["args"].as_array().into_iter().flatten().filter_map(Json::as_f64).sum();
         run.step("sum").input(program["args"].clone()).output(json!(sum)).succeeded();
         Finish::output(json!({ "sum": sum }))

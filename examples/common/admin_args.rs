@@ -1,5 +1,6 @@
-//! The argument readers of the catalog admin tools (`catalog_add_entry`,
-//! `catalog_update_entry`, `catalog_remove_entry`) of `workflow/v1` and `automation/v1`.
+//! The typed arguments of the catalog admin tools (`catalog_add_entry`,
+//! `catalog_remove_entry`) and of the argument-less tools of `workflow/v1` and `automation/v1`:
+//! the macro reads each tool's arguments into these types and advertises their JSON Schemas.
 //!
 //! Each engine's `admin.rs` includes it with
 //! `#[path = "../../common/admin_args.rs"] mod admin_args;`.
@@ -7,28 +8,50 @@
 // A server or test that hosts several engines includes this file once per engine.
 #![allow(clippy::duplicate_mod)]
 
-use serde_json::Value as Json;
+use schemars::JsonSchema;
+use serde::Deserialize;
 
-/// The string argument `key`, when given.
-pub fn str_arg<'a>(args: &'a Json, key: &str) -> Result<Option<&'a str>, String> {
-    match args.get(key) {
-        None => Ok(None),
-        Some(Json::String(s)) => Ok(Some(s)),
-        Some(_) => Err(format!("`{key}` must be a string")),
-    }
+/// A tool that takes no arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}
+
+/// The risk level of a catalog entry, by name.
+#[derive(Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryRisk {
+    Safe,
+    Write,
+    Destructive,
+    External,
 }
 
-/// The string argument `key`, which must be given.
-pub fn required<'a>(args: &'a Json, key: &str) -> Result<&'a str, String> {
-    str_arg(args, key)?.ok_or_else(|| format!("`{key}` is required"))
-}
-
-/// The `risk` argument, when given: the name of one of the four levels an entry can have.
-pub fn risk_arg(args: &Json) -> Result<Option<&str>, String> {
-    match str_arg(args, "risk")? {
-        Some(other) if !["safe", "write", "destructive", "external"].contains(&other) => {
-            Err(format!("unknown risk '{other}': use safe, write, destructive or external"))
+impl EntryRisk {
+    /// The level's name, as the engines' risk enums spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            EntryRisk::Safe => "safe",
+            EntryRisk::Write => "write",
+            EntryRisk::Destructive => "destructive",
+            EntryRisk::External => "external",
         }
-        risk => Ok(risk),
     }
+}
+
+/// The arguments of `catalog_add_entry`: the new entry.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AddEntry {
+    /// New entry id (letters, digits, '_' and '-').
+    pub id: String,
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub risk: Option<EntryRisk>,
+}
+
+/// The arguments of `catalog_remove_entry`: the entry to remove.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RemoveEntry {
+    pub id: String,
 }

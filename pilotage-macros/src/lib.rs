@@ -28,26 +28,53 @@ pub fn language(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// Marks the method serving a loop stage (`validate`, `execute` or `trace`) inside a
 /// `#[pilotage::language(...)]` impl. Anywhere else it is an error.
 #[proc_macro_attribute]
-pub fn loop_tool(_attr: TokenStream, item: TokenStream) -> TokenStream {
-    outside_language("loop_tool", item)
+pub fn loop_tool(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let validate = attr.to_string().split(',').next().is_some_and(|stage| stage.trim() == "validate");
+    outside_language("loop_tool", validate, item)
 }
 
 /// Marks a method as an ordinary MCP tool inside a `#[pilotage::language(...)]` impl. Anywhere
 /// else it is an error.
 #[proc_macro_attribute]
 pub fn plain_tool(_attr: TokenStream, item: TokenStream) -> TokenStream {
-    outside_language("plain_tool", item)
+    outside_language("plain_tool", false, item)
 }
 
+/// The associated const a validate tool outside a language impl leaves, so the impl's other
+/// tool attributes know the forgotten `#[pilotage::language]` is already reported.
+const REPORTED: &str = "__loop_tool_needs_pilotage_language_on_this_impl";
+
 /// `#[loop_tool]` / `#[plain_tool]` reached on their own: the language macro strips them, so
-/// this only runs outside a language impl (or when they sit above `#[pilotage::language]`).
-fn outside_language(which: &str, item: TokenStream) -> TokenStream {
+/// this only runs outside a language impl. A forgotten `#[pilotage::language]` is reported once:
+/// at the impl's validate tool (every Language has one), which also defines [`REPORTED`]; the
+/// impl's other tools only refer to it, so they add an error only when the impl has no validate
+/// tool.
+fn outside_language(which: &str, validate: bool, item: TokenStream) -> TokenStream {
     let item = proc_macro2::TokenStream::from(item);
+    let reported = proc_macro2::Ident::new(REPORTED, Span::call_site());
+    let Ok(mut method) = syn::parse2::<syn::ImplItemFn>(item.clone()) else {
+        return error(which, item).into();
+    };
+    if validate {
+        let error = error(which, quote!(#method));
+        return quote! {
+            #[doc(hidden)]
+            #[allow(non_upper_case_globals, dead_code)]
+            const #reported: () = ();
+            #error
+        }
+        .into();
+    }
+    method.block.stmts.insert(0, syn::parse_quote!(let () = Self::#reported;));
+    quote!(#method).into()
+}
+
+fn error(which: &str, item: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
     let message = format!(
-        "`#[{which}]` only works on a method inside an impl annotated with `#[pilotage::language(...)]`"
+        "`#[{which}]` only works on a method inside an impl annotated with `#[pilotage::language(...)]`: add `#[pilotage::language(...)]` above this impl"
     );
     let error = syn::Error::new(Span::call_site(), message).to_compile_error();
-    quote!(#item #error).into()
+    quote!(#item #error)
 }
 
 /// Implements `DiagnosticCode` for a fieldless enum: the Language's closed diagnostic-code set.

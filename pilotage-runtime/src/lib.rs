@@ -49,10 +49,17 @@ pub mod prelude {
 /// release.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::engine::plain;
     pub use crate::engine::{
         Caller, CatalogSnapshot, Engine, ExecuteRequest, Finish, FinishCore, LanguageSpec, Limits, LoopTools,
-        PlainToolSpec, Recorder, Run, ToolDecl, ValidateRequest, Validation, ValidationCore,
+        PlainToolError, PlainToolSpec, Recorder, Run, ToolDecl, ValidateRequest, Validation, ValidationCore,
     };
+
+    /// The catalog method's answer, as `Engine::catalog_snapshot` returns it (a function, so
+    /// that a wrong return type is reported at the method's own return type).
+    pub fn catalog_snapshot(snapshot: Arc<CatalogSnapshot>) -> Arc<CatalogSnapshot> {
+        snapshot
+    }
     pub use crate::model::capabilities::{Capability, CapabilityDeclaration, SubFeature};
     pub use crate::model::closed_sets::{
         ClosedSets, DiagnosticCode, EntryKind, GuideSet, KindMember, NoKind, NoStatus, RiskLevel, RiskMember,

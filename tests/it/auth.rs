@@ -55,7 +55,7 @@ impl Engine for Scoped {
         name: &str,
         arguments: &Value,
         caller: &Caller,
-    ) -> Option<Result<Value, String>> {
+    ) -> Option<Result<Value, pilotage::engine::PlainToolError>> {
         Engine::call_plain_tool(&self.0, name, arguments, caller)
     }
 }

@@ -79,7 +79,7 @@ impl Engine for Mirror {
         _name: &str,
         _arguments: &Value,
         _caller: &Caller,
-    ) -> Option<Result<Value, String>> {
+    ) -> Option<Result<Value, pilotage::engine::PlainToolError>> {
         None
     }
 }

@@ -178,7 +178,6 @@ mod full {
         #[code(rename = "bad_ref")]
         BadReference,
         MalformedStep,
-        Constraint,
     }
 
     #[derive(Clone, Copy, pilotage::RiskLevels)]

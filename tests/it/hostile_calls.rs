@@ -154,7 +154,7 @@ impl pilotage::engine::Engine for Sleepy {
         name: &str,
         arguments: &Value,
         caller: &pilotage::engine::Caller,
-    ) -> Option<Result<Value, String>> {
+    ) -> Option<Result<Value, pilotage::engine::PlainToolError>> {
         pilotage::engine::Engine::call_plain_tool(&self.0, name, arguments, caller)
     }
 }

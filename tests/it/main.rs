@@ -77,4 +77,5 @@ mod schemas;
 mod sql_loop;
 mod standard_schemas;
 mod testkit;
+mod typed_tools;
 mod ui;

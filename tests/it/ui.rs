@@ -5,7 +5,12 @@
 //! comment line saying which rule; `many_mistakes.rs` shows every error of one declaration
 //! reported in a single compile. `tests/ui/pass/*.rs` must compile and run: the smallest
 //! Language, each execution mode (`execute_immediate.rs`, `sync_execute.rs` for deploy,
-//! `full.rs` for both, with every capability), `context_schema.rs` and `closed_sets_guide.rs`.
+//! `full.rs` for both, with every capability), `context_schema.rs`, `closed_sets_guide.rs` and
+//! `typed_tools.rs` (typed plain tools, `context = Type`, `trace_tool`, `no_input`). Method
+//! shapes fail one case per mistake, each a single error at the user's own type
+//! (`execute_returns_result.rs`, `validate_generics_swapped.rs`, `statuses_declared_run_plain.rs`,
+//! ...); where only rustc can judge, its error is the one (`execute_glue_alias.rs`,
+//! `plain_tool_args_not_deserialize.rs`).
 //! The guide folders the cases use are under `tests/ui/guides/`, one per situation.
 //!
 //! Regenerate the expected output with `TRYBUILD=overwrite cargo test --test it ui::ui`, then read

@@ -14,7 +14,7 @@ use pilotage::prelude::*;
 #[path = "../../common/admin_args.rs"]
 mod admin_args;
 
-use admin_args::{required, str_arg};
+pub use admin_args::{AddEntry, NoArgs, RemoveEntry};
 
 use super::check::risk_named;
 use super::digest::fingerprint;
@@ -41,13 +41,40 @@ pub fn fingerprint_of(world: &World) -> Json {
     })
 }
 
-fn risk_arg(args: &Json) -> Result<Option<super::AutoRisk>, String> {
-    Ok(admin_args::risk_arg(args)?.map(risk_named))
+/// The arguments of `catalog_update_entry`: the entry, and at least one member to change.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateEntry {
+    pub id: String,
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub risk: Option<admin_args::EntryRisk>,
+    pub input_schema: Option<serde_json::Map<String, Json>>,
+}
+
+/// The arguments of `inject_fault`: each given member replaces the current setting.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InjectFault {
+    /// Devices that stop answering.
+    pub offline: Option<Vec<String>>,
+    /// Whether door_unlock fails with denied.
+    pub lockdown: Option<bool>,
+}
+
+/// The arguments of `emit_event`: the event and its payload.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EmitEvent {
+    /// An event id of the catalog (kind event).
+    pub event: String,
+    /// The event's payload; it must fit the event's output_schema.
+    pub payload: Option<serde_json::Map<String, Json>>,
 }
 
 /// `catalog_add_entry`: a new action whose output is its arguments.
-pub fn add_entry(world: &mut World, args: &Json) -> Result<Json, String> {
-    let id = required(args, "id")?;
+pub fn add_entry(world: &mut World, args: AddEntry) -> Result<Json, String> {
+    let id = args.id.as_str();
     if !is_step_id(id) {
         return Err(format!("'{id}' is not a usable id: use letters, digits, '_' and '-'"));
     }
@@ -57,11 +84,11 @@ pub fn add_entry(world: &mut World, args: &Json) -> Result<Json, String> {
     let def = EntryDef {
         id: id.to_owned(),
         kind: AutoKind::Action,
-        name: str_arg(args, "name")?.unwrap_or(id).to_owned(),
-        description: str_arg(args, "description")?
-            .unwrap_or("Added at run time: returns its arguments unchanged.")
-            .to_owned(),
-        risk: risk_arg(args)?.unwrap_or(super::AutoRisk::Safe),
+        name: args.name.clone().unwrap_or_else(|| id.to_owned()),
+        description: args
+            .description
+            .unwrap_or_else(|| "Added at run time: returns its arguments unchanged.".to_owned()),
+        risk: args.risk.map_or(super::AutoRisk::Safe, |r| risk_named(r.name())),
         input_schema: Some(json!({"type": "object"})),
         output_schema: None,
         tags: vec!["echo".to_owned()],
@@ -73,8 +100,8 @@ pub fn add_entry(world: &mut World, args: &Json) -> Result<Json, String> {
 }
 
 /// `catalog_remove_entry`.
-pub fn remove_entry(world: &mut World, args: &Json) -> Result<Json, String> {
-    let id = required(args, "id")?;
+pub fn remove_entry(world: &mut World, args: RemoveEntry) -> Result<Json, String> {
+    let id = args.id.as_str();
     match world.catalog.remove(id) {
         Some(_) => Ok(json!({"removed": id})),
         None => Err(format!("unknown catalog entry '{id}'")),
@@ -82,30 +109,27 @@ pub fn remove_entry(world: &mut World, args: &Json) -> Result<Json, String> {
 }
 
 /// `catalog_update_entry`: change `name`, `description`, `risk` or `input_schema`.
-pub fn update_entry(world: &mut World, args: &Json) -> Result<Json, String> {
-    let id = required(args, "id")?;
-    let name = str_arg(args, "name")?;
-    let description = str_arg(args, "description")?;
-    let risk = risk_arg(args)?;
-    let input_schema = match args.get("input_schema") {
+pub fn update_entry(world: &mut World, args: UpdateEntry) -> Result<Json, String> {
+    let UpdateEntry { id, name, description, risk, input_schema } = args;
+    let risk = risk.map(|r| risk_named(r.name()));
+    let input_schema = match input_schema.map(Json::Object) {
         None => None,
-        Some(s @ Json::Object(_)) => {
-            jsonschema::validator_for(s).map_err(|e| format!("`input_schema` is not a JSON Schema: {e}"))?;
-            Some(s.clone())
+        Some(s) => {
+            jsonschema::validator_for(&s).map_err(|e| format!("`input_schema` is not a JSON Schema: {e}"))?;
+            Some(s)
         }
-        Some(_) => return Err("`input_schema` must be an object".into()),
     };
     if name.is_none() && description.is_none() && risk.is_none() && input_schema.is_none() {
         return Err("give at least one of name, description, risk, input_schema".into());
     }
-    let Some(def) = world.catalog.get_mut(id) else {
+    let Some(def) = world.catalog.get_mut(&id) else {
         return Err(format!("unknown catalog entry '{id}'"));
     };
     if let Some(n) = name {
-        def.name = n.to_owned();
+        def.name = n;
     }
     if let Some(d) = description {
-        def.description = d.to_owned();
+        def.description = d;
     }
     if let Some(r) = risk {
         def.risk = r;
@@ -117,21 +141,15 @@ pub fn update_entry(world: &mut World, args: &Json) -> Result<Json, String> {
 }
 
 /// `inject_fault`.
-pub fn inject_fault(world: &mut World, args: &Json) -> Result<Json, String> {
-    if let Some(offline) = args.get("offline") {
-        let list = offline.as_array().ok_or("`offline` must be an array of device ids")?;
-        let mut ids = std::collections::BTreeSet::new();
-        for d in list {
-            let id = d.as_str().ok_or("`offline` must be an array of device ids")?;
-            if !world.devices.contains_key(id) {
-                return Err(format!("no device '{id}'"));
-            }
-            ids.insert(id.to_owned());
+pub fn inject_fault(world: &mut World, args: InjectFault) -> Result<Json, String> {
+    if let Some(offline) = args.offline {
+        if let Some(id) = offline.iter().find(|id| !world.devices.contains_key(id.as_str())) {
+            return Err(format!("no device '{id}'"));
         }
-        world.faults.offline = ids;
+        world.faults.offline = offline.into_iter().collect();
     }
-    if let Some(lockdown) = args.get("lockdown") {
-        world.faults.lockdown = lockdown.as_bool().ok_or("`lockdown` must be a boolean")?;
+    if let Some(lockdown) = args.lockdown {
+        world.faults.lockdown = lockdown;
     }
     Ok(json!({"offline": world.faults.offline, "lockdown": world.faults.lockdown}))
 }
@@ -140,11 +158,11 @@ pub fn inject_fault(world: &mut World, args: &Json) -> Result<Json, String> {
 pub fn emit(
     world: &Mutex<World>,
     snapshot: &CatalogSnapshot,
-    args: &Json,
+    args: EmitEvent,
     caller: &Caller,
 ) -> Result<Json, String> {
-    let event = required(args, "event")?;
-    let payload = args.get("payload").cloned().unwrap_or_else(|| json!({}));
+    let event = args.event.as_str();
+    let payload = Json::Object(args.payload.unwrap_or_default());
     let Some(entry) = snapshot.get(event).filter(|e| e.kind == "event") else {
         let events: Vec<&str> =
             snapshot.entries().iter().filter(|e| e.kind == "event").map(|e| e.id.as_str()).collect();

@@ -196,92 +196,50 @@ impl Automation {
     #[plain_tool(
         name = "world_fingerprint",
         description = "Test harness tool (not part of Pilotage): a digest of this session's building (devices, outbox, counter, installed rules, firings) with a few counters. Equal fingerprints mean an unchanged building. The catalog and injected faults are not part of it.",
-        read_only,
-        input_schema = r#"{"type": "object", "properties": {}, "additionalProperties": false}"#
+        read_only
     )]
-    fn fingerprint(&self, _args: &Json) -> Result<Json, String> {
+    fn fingerprint(&self, _args: admin::NoArgs) -> Result<Json, String> {
         Ok(admin::fingerprint_of(&self.world()))
     }
 
     #[plain_tool(
         name = "emit_event",
-        description = "Test harness tool (not part of Pilotage): an event happens in the building. Every installed rule whose trigger names this event fires now, in installation order, against the live building (effects happen), with the payload as $.event. Returns what each rule did.",
-        input_schema = r#"{
-          "type": "object",
-          "properties": {
-            "event": {"type": "string", "description": "An event id of the catalog (kind event)."},
-            "payload": {"type": "object", "description": "The event's payload; it must fit the event's output_schema."}
-          },
-          "required": ["event"],
-          "additionalProperties": false
-        }"#
+        description = "Test harness tool (not part of Pilotage): an event happens in the building. Every installed rule whose trigger names this event fires now, in installation order, against the live building (effects happen), with the payload as $.event. Returns what each rule did."
     )]
-    fn emit_event(&self, args: &Json, caller: &Caller) -> Result<Json, String> {
+    fn emit_event(&self, args: admin::EmitEvent, caller: &Caller) -> Result<Json, String> {
         let snapshot = self.catalog_snapshot(caller);
         admin::emit(&self.world, &snapshot, args, caller)
     }
 
     #[plain_tool(
         name = "catalog_add_entry",
-        description = "Test harness tool (not part of Pilotage): add an action to this session's catalog; it returns its arguments unchanged when called. Moves catalog_version.",
-        input_schema = r#"{
-          "type": "object",
-          "properties": {
-            "id": {"type": "string", "description": "New entry id (letters, digits, '_' and '-')."},
-            "name": {"type": "string"},
-            "description": {"type": "string"},
-            "risk": {"type": "string", "enum": ["safe", "write", "destructive", "external"]}
-          },
-          "required": ["id"],
-          "additionalProperties": false
-        }"#
+        description = "Test harness tool (not part of Pilotage): add an action to this session's catalog; it returns its arguments unchanged when called. Moves catalog_version."
     )]
-    fn add_entry(&self, args: &Json) -> Result<Json, String> {
+    fn add_entry(&self, args: admin::AddEntry) -> Result<Json, String> {
         self.snapshot.change(&self.world, |w| admin::add_entry(w, args))
     }
 
     #[plain_tool(
         name = "catalog_remove_entry",
-        description = "Test harness tool (not part of Pilotage): remove an entry from this session's catalog. Moves catalog_version.",
-        input_schema = r#"{"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"], "additionalProperties": false}"#
+        description = "Test harness tool (not part of Pilotage): remove an entry from this session's catalog. Moves catalog_version."
     )]
-    fn remove_entry(&self, args: &Json) -> Result<Json, String> {
+    fn remove_entry(&self, args: admin::RemoveEntry) -> Result<Json, String> {
         self.snapshot.change(&self.world, |w| admin::remove_entry(w, args))
     }
 
     #[plain_tool(
         name = "catalog_update_entry",
-        description = "Test harness tool (not part of Pilotage): change fields of an entry of this session's catalog. `name` and `description` are informative; `risk` and `input_schema` are load-bearing (a promoted program that calls the entry then refuses to run: promotion_drift). Moves catalog_version.",
-        input_schema = r#"{
-          "type": "object",
-          "properties": {
-            "id": {"type": "string"},
-            "name": {"type": "string"},
-            "description": {"type": "string"},
-            "risk": {"type": "string", "enum": ["safe", "write", "destructive", "external"]},
-            "input_schema": {"type": "object"}
-          },
-          "required": ["id"],
-          "additionalProperties": false
-        }"#
+        description = "Test harness tool (not part of Pilotage): change fields of an entry of this session's catalog. `name` and `description` are informative; `risk` and `input_schema` are load-bearing (a promoted program that calls the entry then refuses to run: promotion_drift). Moves catalog_version."
     )]
-    fn update_entry(&self, args: &Json) -> Result<Json, String> {
+    fn update_entry(&self, args: admin::UpdateEntry) -> Result<Json, String> {
         self.snapshot.change(&self.world, |w| admin::update_entry(w, args))
     }
 
     #[plain_tool(
         name = "inject_fault",
-        description = "TEST ONLY (not part of Pilotage): `offline` lists devices that stop answering (actions on them fail with timeout); `lockdown` true makes door_unlock fail with denied. Each given member replaces the current setting; returns the faults in force.",
-        input_schema = r#"{
-          "type": "object",
-          "properties": {
-            "offline": {"type": "array", "items": {"type": "string"}},
-            "lockdown": {"type": "boolean"}
-          },
-          "additionalProperties": false
-        }"#
+        description = "TEST ONLY (not part of Pilotage): `offline` lists devices that stop answering (actions on them fail with timeout); `lockdown` true makes door_unlock fail with denied. Each given member replaces the current setting; returns the faults in force."
     )]
-    fn inject_fault(&self, args: &Json) -> Result<Json, String> {
+    fn inject_fault(&self, args: admin::InjectFault) -> Result<Json, String> {
         admin::inject_fault(&mut self.world(), args)
     }
 }

@@ -9,8 +9,35 @@ use sqlparser::tokenizer::{Token, Tokenizer};
 
 use super::db::{quote, Db};
 
-fn str_arg<'a>(args: &'a Json, key: &str) -> Result<&'a str, String> {
-    args.get(key).and_then(Json::as_str).ok_or_else(|| format!("`{key}` must be a string"))
+/// A tool that takes no arguments.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}
+
+/// The arguments of `sql_schema_apply`: the DDL to apply.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SchemaApply {
+    /// DDL statements separated by `;`.
+    pub ddl: String,
+}
+
+/// The arguments of `sql_create_table`: the table and its columns.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateTable {
+    /// Letters, digits and '_', not starting with a digit or 'sqlite_'.
+    pub name: String,
+    /// Each column's name and declaration, in table order.
+    #[schemars(extend("additionalProperties" = {"type": "string"}))]
+    pub columns: serde_json::Map<String, Json>,
+}
+
+/// The arguments of `sql_drop_table`: the table or view to drop.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DropTable {
+    pub name: String,
 }
 
 fn is_name(s: &str) -> bool {
@@ -36,8 +63,8 @@ fn apply(db: &mut Db, sql: &str) -> Result<(), String> {
 
 /// `sql_schema_apply`: DDL only (CREATE TABLE/VIEW/INDEX, ALTER TABLE, DROP TABLE/VIEW/INDEX);
 /// triggers and virtual tables would act behind the plan's back, so they are refused.
-pub fn schema_apply(db: &mut Db, args: &Json) -> Result<Json, String> {
-    let ddl = str_arg(args, "ddl")?;
+pub fn schema_apply(db: &mut Db, args: SchemaApply) -> Result<Json, String> {
+    let ddl = args.ddl.as_str();
     let tokens = Tokenizer::new(&SQLiteDialect {}, ddl).tokenize().map_err(|e| e.to_string())?;
     let mut statements = 0;
     let mut at_start = true;
@@ -77,15 +104,15 @@ pub fn schema_apply(db: &mut Db, args: &Json) -> Result<Json, String> {
 }
 
 /// `sql_create_table`: a STRICT table from a name and column declarations.
-pub fn create_table(db: &mut Db, args: &Json) -> Result<Json, String> {
-    let name = str_arg(args, "name")?;
+pub fn create_table(db: &mut Db, args: CreateTable) -> Result<Json, String> {
+    let name = args.name.as_str();
     if !is_name(name) {
         return Err(format!("'{name}' is not a usable table name: letters, digits and '_', not starting with a digit or 'sqlite_'"));
     }
     if db.tables().iter().any(|t| t.name.eq_ignore_ascii_case(name)) {
         return Err(format!("a table or view '{name}' already exists"));
     }
-    let columns = args.get("columns").and_then(Json::as_object).ok_or("`columns` must be an object")?;
+    let columns = &args.columns;
     if columns.is_empty() {
         return Err("`columns` needs at least one column".into());
     }
@@ -103,8 +130,8 @@ pub fn create_table(db: &mut Db, args: &Json) -> Result<Json, String> {
 }
 
 /// `sql_drop_table`: drop a table or view.
-pub fn drop_table(db: &mut Db, args: &Json) -> Result<Json, String> {
-    let name = str_arg(args, "name")?;
+pub fn drop_table(db: &mut Db, args: DropTable) -> Result<Json, String> {
+    let name = args.name.as_str();
     let Some(table) = db.tables().into_iter().find(|t| t.name.eq_ignore_ascii_case(name)) else {
         return Err(format!("no table or view '{name}'"));
     };

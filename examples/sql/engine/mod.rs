@@ -185,6 +185,7 @@ impl Sql {
     execution = "immediate",
     trace = "full",
     retention = "session",
+    trace_tool = "trace_sql",
     guides = "examples/sql/guides",
     codes = SqlCode,
     risk = SqlRisk,
@@ -212,10 +213,6 @@ impl Sql {
         finish
     }
 
-    /// Runs of this session are kept for the session.
-    #[loop_tool(trace, name = "trace_sql")]
-    fn trace(&self) {}
-
     /// Every session caller sees the same entries (the user tables and views; SQLite's own
     /// `sqlite_*` tables are invisible), so one cached snapshot serves them all.
     pub(crate) fn catalog_snapshot(&self, _caller: &Caller) -> Arc<CatalogSnapshot> {
@@ -225,45 +222,33 @@ impl Sql {
     #[plain_tool(
         name = "sql_world_fingerprint",
         description = "Test harness tool (not part of Pilotage): a digest of this session's database (schema and every row) with the row count of each table. Equal fingerprints mean an unchanged database.",
-        read_only,
-        input_schema = r#"{"type": "object", "properties": {}, "additionalProperties": false}"#
+        read_only
     )]
-    pub(crate) fn fingerprint(&self, _args: &Json) -> Result<Json, String> {
+    pub(crate) fn fingerprint(&self, _args: admin::NoArgs) -> Result<Json, String> {
         self.db().fingerprint()
     }
 
     #[plain_tool(
         name = "sql_schema_apply",
-        description = "Admin tool (not part of Pilotage): apply DDL to this session's database: `ddl` holds CREATE TABLE, CREATE VIEW, CREATE INDEX, ALTER TABLE or DROP TABLE/VIEW/INDEX statements separated by `;`, applied in one transaction (all or nothing). Triggers and virtual tables are refused. Moves catalog_version when tables, views or their columns change; row changes never do.",
-        input_schema = r#"{"type": "object", "properties": {"ddl": {"type": "string"}}, "required": ["ddl"], "additionalProperties": false}"#
+        description = "Admin tool (not part of Pilotage): apply DDL to this session's database: `ddl` holds CREATE TABLE, CREATE VIEW, CREATE INDEX, ALTER TABLE or DROP TABLE/VIEW/INDEX statements separated by `;`, applied in one transaction (all or nothing). Triggers and virtual tables are refused. Moves catalog_version when tables, views or their columns change; row changes never do."
     )]
-    pub(crate) fn schema_apply(&self, args: &Json) -> Result<Json, String> {
+    pub(crate) fn schema_apply(&self, args: admin::SchemaApply) -> Result<Json, String> {
         self.change_schema(|db| admin::schema_apply(db, args))
     }
 
     #[plain_tool(
         name = "sql_create_table",
-        description = "Admin tool (not part of Pilotage), the catalog_add_entry of this Language: create a STRICT table `name` whose `columns` map each column name to its declaration (e.g. {\"id\": \"INTEGER PRIMARY KEY\", \"body\": \"TEXT NOT NULL\"}). Adds a `table` catalog entry and moves catalog_version.",
-        input_schema = r#"{
-          "type": "object",
-          "properties": {
-            "name": {"type": "string", "description": "Letters, digits and '_', not starting with a digit or 'sqlite_'."},
-            "columns": {"type": "object", "additionalProperties": {"type": "string"}}
-          },
-          "required": ["name", "columns"],
-          "additionalProperties": false
-        }"#
+        description = "Admin tool (not part of Pilotage), the catalog_add_entry of this Language: create a STRICT table `name` whose `columns` map each column name to its declaration (e.g. {\"id\": \"INTEGER PRIMARY KEY\", \"body\": \"TEXT NOT NULL\"}). Adds a `table` catalog entry and moves catalog_version."
     )]
-    pub(crate) fn create_table(&self, args: &Json) -> Result<Json, String> {
+    pub(crate) fn create_table(&self, args: admin::CreateTable) -> Result<Json, String> {
         self.change_schema(|db| admin::create_table(db, args))
     }
 
     #[plain_tool(
         name = "sql_drop_table",
-        description = "Admin tool (not part of Pilotage), the catalog_remove_entry of this Language: drop the table or view `name` from this session's database. Removes its catalog entry and moves catalog_version.",
-        input_schema = r#"{"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"], "additionalProperties": false}"#
+        description = "Admin tool (not part of Pilotage), the catalog_remove_entry of this Language: drop the table or view `name` from this session's database. Removes its catalog entry and moves catalog_version."
     )]
-    pub(crate) fn drop_table(&self, args: &Json) -> Result<Json, String> {
+    pub(crate) fn drop_table(&self, args: admin::DropTable) -> Result<Json, String> {
         self.change_schema(|db| admin::drop_table(db, args))
     }
 }

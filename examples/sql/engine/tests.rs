@@ -7,7 +7,7 @@
 use pilotage::engine::Engine;
 use pilotage::model::errors::ErrorKind;
 use pilotage::model::plan::ValidateResponse;
-use pilotage::testkit::{fenced_blocks, findings, guide, guides, Kit, Ran};
+use pilotage::testkit::{fenced_blocks, findings, guide, guides, typed_args, Kit, Ran};
 
 #[path = "../../common/closed_sets_table.rs"]
 mod closed_sets_table;
@@ -44,7 +44,7 @@ fn only(v: &ValidateResponse) -> (String, String, Option<String>) {
 }
 
 fn fp(kit: &Kit<Sql>) -> Json {
-    kit.engine().fingerprint(&json!({})).unwrap()
+    kit.engine().fingerprint(typed_args(json!({}))).unwrap()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -339,14 +339,16 @@ fn drop_and_admin_tools_move_the_catalog_rows_do_not() {
     let v1 = kit.engine().version();
     execute(&mut kit, "INSERT INTO customers (name, email) VALUES ('New', 'new@example.com')", None);
     assert_eq!(kit.engine().version(), v1, "rows never move catalog_version");
-    kit.engine().schema_apply(&json!({"ddl": "ALTER TABLE customers ADD COLUMN phone TEXT"})).unwrap();
+    kit.engine()
+        .schema_apply(typed_args(json!({"ddl": "ALTER TABLE customers ADD COLUMN phone TEXT"})))
+        .unwrap();
     let v2 = kit.engine().version();
     assert_ne!(v1, v2);
     assert!(v(&mut kit, "SELECT phone FROM customers").valid);
     kit.engine()
-        .create_table(
-            &json!({"name": "notes", "columns": {"id": "INTEGER PRIMARY KEY", "body": "TEXT NOT NULL"}}),
-        )
+        .create_table(typed_args(
+            json!({"name": "notes", "columns": {"id": "INTEGER PRIMARY KEY", "body": "TEXT NOT NULL"}}),
+        ))
         .unwrap();
     assert!(kit.catalog(json!({"verb": "get", "id": "notes"})).is_ok());
     let ran = execute(&mut kit, "DROP TABLE notes", None);
@@ -354,12 +356,12 @@ fn drop_and_admin_tools_move_the_catalog_rows_do_not() {
     assert_eq!(kit.engine().version(), v2);
     assert!(kit
         .engine()
-        .schema_apply(
-            &json!({"ddl": "CREATE TRIGGER t AFTER INSERT ON orders BEGIN DELETE FROM orders; END"})
-        )
+        .schema_apply(typed_args(
+            json!({"ddl": "CREATE TRIGGER t AFTER INSERT ON orders BEGIN DELETE FROM orders; END"})
+        ))
         .is_err());
-    assert!(kit.engine().schema_apply(&json!({"ddl": "DELETE FROM orders"})).is_err());
-    kit.engine().drop_table(&json!({"name": "order_totals"})).unwrap();
+    assert!(kit.engine().schema_apply(typed_args(json!({"ddl": "DELETE FROM orders"}))).is_err());
+    kit.engine().drop_table(typed_args(json!({"name": "order_totals"}))).unwrap();
     assert_eq!(v(&mut kit, "SELECT * FROM order_totals").diagnostics[0].code, "unknown_table");
 }
 

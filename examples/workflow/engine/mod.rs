@@ -133,6 +133,7 @@ impl Workflow {
     execution = "immediate",
     trace = "full",
     retention = "session",
+    trace_tool = "trace_run",
     guides = "examples/workflow/guides",
     codes = WfCode,
     risk = WfRisk,
@@ -158,10 +159,6 @@ impl Workflow {
         interpret::execute(&self.world, program, run)
     }
 
-    /// Runs of this session are kept for the session.
-    #[loop_tool(trace, name = "trace_run")]
-    fn trace(&self) {}
-
     /// Every session caller sees the same entries (all but the hidden admin entry), so one
     /// cached snapshot serves them; it is rebuilt after a catalog change.
     pub(crate) fn catalog_snapshot(&self, _caller: &Caller) -> Arc<CatalogSnapshot> {
@@ -171,60 +168,42 @@ impl Workflow {
     #[plain_tool(
         name = "world_fingerprint",
         description = "Test harness tool (not part of Pilotage): a digest of this session's world (users, tickets, outbox, catalog) with the open-ticket and sent-email counts. Equal fingerprints mean an unchanged world.",
-        read_only,
-        input_schema = r#"{"type": "object", "properties": {}, "additionalProperties": false}"#
+        read_only
     )]
-    pub(crate) fn fingerprint(&self, _args: &Json) -> Result<Json, String> {
+    pub(crate) fn fingerprint(&self, _args: admin::NoArgs) -> Result<Json, String> {
         Ok(admin::fingerprint_of(&self.world()))
     }
 
     #[plain_tool(
         name = "catalog_add_entry",
-        description = "Test harness tool (not part of Pilotage): add a capability to this session's catalog; it returns its input unchanged when called. Moves catalog_version.",
-        input_schema = r#"{
-          "type": "object",
-          "properties": {
-            "id": {"type": "string", "description": "New entry id (letters, digits, '_' and '-')."},
-            "name": {"type": "string"},
-            "description": {"type": "string"},
-            "risk": {"type": "string", "enum": ["safe", "write", "destructive", "external"]}
-          },
-          "required": ["id"],
-          "additionalProperties": false
-        }"#
+        description = "Test harness tool (not part of Pilotage): add a capability to this session's catalog; it returns its input unchanged when called. Moves catalog_version."
     )]
-    pub(crate) fn add_entry(&self, args: &Json) -> Result<Json, String> {
+    pub(crate) fn add_entry(&self, args: admin::AddEntry) -> Result<Json, String> {
         self.snapshot.change(&self.world, |w| admin::add_entry(w, args))
     }
 
     #[plain_tool(
         name = "catalog_remove_entry",
-        description = "Test harness tool (not part of Pilotage): remove an entry from this session's catalog. Moves catalog_version.",
-        input_schema = r#"{"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"], "additionalProperties": false}"#
+        description = "Test harness tool (not part of Pilotage): remove an entry from this session's catalog. Moves catalog_version."
     )]
-    pub(crate) fn remove_entry(&self, args: &Json) -> Result<Json, String> {
+    pub(crate) fn remove_entry(&self, args: admin::RemoveEntry) -> Result<Json, String> {
         self.snapshot.change(&self.world, |w| admin::remove_entry(w, args))
     }
 
     #[plain_tool(
         name = "catalog_update_entry",
-        description = "Test harness tool (not part of Pilotage): change the description of an entry of this session's catalog. Moves catalog_version.",
-        input_schema = r#"{"type": "object", "properties": {"id": {"type": "string"}, "description": {"type": "string"}}, "required": ["id", "description"], "additionalProperties": false}"#
+        description = "Test harness tool (not part of Pilotage): change the description of an entry of this session's catalog. Moves catalog_version."
     )]
-    pub(crate) fn update_entry(&self, args: &Json) -> Result<Json, String> {
+    pub(crate) fn update_entry(&self, args: admin::UpdateEntry) -> Result<Json, String> {
         self.snapshot.change(&self.world, |w| admin::update_entry(w, args))
     }
 
     #[plain_tool(
         name = "inject_fault",
-        description = "TEST ONLY (not part of Pilotage): with validator_panic true, every later validation of this session panics, which the server reports as the `internal` request error (execute included: nothing runs). Set it false to recover.",
-        input_schema = r#"{"type": "object", "properties": {"validator_panic": {"type": "boolean"}}, "required": ["validator_panic"], "additionalProperties": false}"#
+        description = "TEST ONLY (not part of Pilotage): with validator_panic true, every later validation of this session panics, which the server reports as the `internal` request error (execute included: nothing runs). Set it false to recover."
     )]
-    pub(crate) fn inject_fault(&self, args: &Json) -> Result<Json, String> {
-        let on = args
-            .get("validator_panic")
-            .and_then(Json::as_bool)
-            .ok_or("`validator_panic` must be a boolean")?;
+    pub(crate) fn inject_fault(&self, args: admin::InjectFault) -> Result<Json, String> {
+        let on = args.validator_panic;
         self.validator_panic.store(on, Ordering::SeqCst);
         Ok(json!({"validator_panic": on}))
     }

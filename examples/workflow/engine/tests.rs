@@ -6,7 +6,7 @@
 use pilotage::engine::Engine;
 use pilotage::model::diagnostic::Severity;
 use pilotage::model::errors::ErrorKind;
-use pilotage::testkit::{fenced_blocks, findings, guide, guides, has, Kit, Ran};
+use pilotage::testkit::{fenced_blocks, findings, guide, guides, has, typed_args, Kit, Ran};
 
 #[path = "../../common/closed_sets_table.rs"]
 mod closed_sets_table;
@@ -375,18 +375,18 @@ fn admin_tools_move_the_catalog_and_echo() {
     let mut kit = kit();
     let v1 = version(&mut kit);
     assert_eq!(version(&mut kit), v1, "stable without changes");
-    kit.engine().add_entry(&json!({"id": "cap_echo", "risk": "write"})).unwrap();
+    kit.engine().add_entry(typed_args(json!({"id": "cap_echo", "risk": "write"}))).unwrap();
     let v2 = version(&mut kit);
     assert_ne!(v1, v2);
     let ran = execute(&mut kit, &json!({"steps": [call("e", "cap_echo", json!({"a": [1, "$$x"]}))]}), None);
     assert_eq!(ran.step("e").output, Some(json!({"a": [1, "$x"]})));
-    kit.engine().update_entry(&json!({"id": "cap_echo", "description": "changed"})).unwrap();
+    kit.engine().update_entry(typed_args(json!({"id": "cap_echo", "description": "changed"}))).unwrap();
     assert_ne!(version(&mut kit), v2);
-    kit.engine().remove_entry(&json!({"id": "cap_echo"})).unwrap();
+    kit.engine().remove_entry(typed_args(json!({"id": "cap_echo"}))).unwrap();
     assert_eq!(version(&mut kit), v1);
-    assert!(kit.engine().add_entry(&json!({"id": "cap_admin_purge"})).is_err());
-    assert!(kit.engine().remove_entry(&json!({"id": "cap_admin_purge"})).is_err());
-    let fp = kit.engine().fingerprint(&json!({})).unwrap();
+    assert!(kit.engine().add_entry(typed_args(json!({"id": "cap_admin_purge"}))).is_err());
+    assert!(kit.engine().remove_entry(typed_args(json!({"id": "cap_admin_purge"}))).is_err());
+    let fp = kit.engine().fingerprint(typed_args(json!({}))).unwrap();
     assert_eq!(fp["tickets_open"], 3);
     assert_eq!(fp["emails_sent"], 0);
     assert_eq!(fp["fingerprint"].as_str().unwrap().len(), 32);
@@ -396,16 +396,16 @@ fn admin_tools_move_the_catalog_and_echo() {
 fn validation_is_side_effect_free_and_fault_injection_panics() {
     let mut kit = kit();
     let (program, _) = core_example();
-    let before = kit.engine().fingerprint(&json!({})).unwrap();
+    let before = kit.engine().fingerprint(typed_args(json!({}))).unwrap();
     for _ in 0..3 {
         assert!(kit.validate(&program).valid);
     }
-    assert_eq!(kit.engine().fingerprint(&json!({})).unwrap(), before);
-    kit.engine().inject_fault(&json!({"validator_panic": true})).unwrap();
+    assert_eq!(kit.engine().fingerprint(typed_args(json!({}))).unwrap(), before);
+    kit.engine().inject_fault(typed_args(json!({"validator_panic": true}))).unwrap();
     let args = kit.args(&program);
     let refused = kit.validate_args(args).expect_err("a panicking validator judges nothing");
     assert_eq!(refused.error.kind, ErrorKind::Internal);
-    kit.engine().inject_fault(&json!({"validator_panic": false})).unwrap();
+    kit.engine().inject_fault(typed_args(json!({"validator_panic": false}))).unwrap();
     assert!(kit.validate(&program).valid);
 }
 

@@ -67,6 +67,9 @@ pub fn risk_levels(input: DeriveInput) -> TokenStream {
         }
     }
     if let (Some(variants), true) = (&variants, errors.is_empty()) {
+        order(variants.iter().map(|v| &v.ident).collect(), &hints, &mut errors);
+    }
+    if let (Some(variants), true) = (&variants, errors.is_empty()) {
         uncovered_maxima(&input.ident, variants.iter().map(|v| &v.ident).collect(), &hints, &mut errors);
     }
     let Some(variants) = variants.filter(|_| errors.is_empty()) else {
@@ -102,6 +105,53 @@ pub fn risk_levels(input: DeriveInput) -> TokenStream {
             fn hints(self) -> ::pilotage::__private::RiskHints { #hints_match }
             fn rank(self) -> usize { #rank }
         }
+    }
+}
+
+/// What a level may do, as a set: writes (not `read_only`), `destructive`, `open_world`.
+fn riskiness(h: (bool, bool, bool)) -> [bool; 3] {
+    [!h.0, h.1, h.2]
+}
+
+/// The ranks follow the declaration order, least risky first, so a level whose riskiness is a
+/// strict subset of an earlier level's is out of order: plans would report the earlier, riskier
+/// level as the lesser one. Reported once, at the first level out of order, with an order that
+/// fits the hints.
+fn order(names: Vec<&syn::Ident>, hints: &[(bool, bool, bool)], errors: &mut Errors) {
+    let less = |a: usize, b: usize| {
+        let (a, b) = (riskiness(hints[a]), riskiness(hints[b]));
+        a != b && a.iter().zip(b).all(|(x, y)| !x || y)
+    };
+    let describe = |i: usize| {
+        let r = riskiness(hints[i]);
+        let words: Vec<&str> = [(r[0], "writes"), (r[1], "destructive"), (r[2], "open_world")]
+            .into_iter()
+            .filter_map(|(on, w)| on.then_some(w))
+            .collect();
+        if words.is_empty() {
+            "read-only".to_owned()
+        } else {
+            words.join(", ")
+        }
+    };
+    for later in 0..names.len() {
+        let Some(earlier) = (0..later).find(|&e| less(later, e)) else { continue };
+        let mut sorted: Vec<usize> = (0..names.len()).collect();
+        sorted.sort_by_key(|&i| riskiness(hints[i]).iter().filter(|x| **x).count());
+        let fixed: Vec<String> = sorted.iter().map(|&i| format!("`{}`", names[i])).collect();
+        errors.spanned(
+            names[later],
+            format!(
+                "risk levels go least risky first, but `{}` ({}) comes after the riskier `{}` ({}): plans would report `{}` as the lesser risk; declare them in the order {}",
+                names[later],
+                describe(later),
+                names[earlier],
+                describe(earlier),
+                names[earlier],
+                fixed.join(", ")
+            ),
+        );
+        return;
     }
 }
 

@@ -4,9 +4,10 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use syn::{FnArg, Ident, ImplItem, ImplItemFn, ItemImpl, LitStr};
+use syn::{FnArg, Ident, ImplItem, ImplItemFn, ItemImpl, LitStr, Type};
 
 use super::parse::{attribute_span, parse_tool, Args, CapItem, Entry, RawTool, ToolKind};
+use super::shapes::{self, LoopShape, Names, PlainShape};
 use crate::errors::{closest, list, unknown, Errors};
 use crate::guides::{self, Guide};
 
@@ -55,10 +56,13 @@ pub struct LoopTool {
     pub name: String,
     /// Doc comment, joined and trimmed.
     pub doc: String,
-    /// The method.
-    pub method: Ident,
+    /// The method serving it, with its checked shape (`None` for a trace tool: the runtime
+    /// serves trace fetches itself).
+    pub method: Option<(Ident, LoopShape)>,
     /// Whether the method is `async`.
     pub is_async: bool,
+    /// `no_input`: a Run given `input` is refused before the method runs.
+    pub no_input: bool,
 }
 
 /// A checked plain tool.
@@ -66,11 +70,18 @@ pub struct PlainTool {
     pub name: String,
     pub description: String,
     pub read_only: bool,
-    /// The input schema's JSON text.
-    pub input_schema: String,
+    /// The raw form's input schema (JSON text), when given.
+    pub input_schema: Option<String>,
     pub method: Ident,
-    /// Whether the method takes `caller: &Caller` after the arguments.
-    pub takes_caller: bool,
+    pub shape: PlainShape,
+}
+
+/// Where a Language's context schema comes from.
+pub enum ContextSchema {
+    /// `context_schema = "file.json"`: the file and its text.
+    File(PathBuf, String),
+    /// `context = MyContext`: the type the context is read into.
+    Type(syn::Path),
 }
 
 /// Everything the expansion needs, all checked.
@@ -93,8 +104,7 @@ pub struct Model {
     pub trace_subprogram: Option<&'static str>,
     /// `PromotionAuthority` variant.
     pub promotion_authority: Option<&'static str>,
-    /// The context schema file and its text.
-    pub context_schema: Option<(PathBuf, String)>,
+    pub context_schema: Option<ContextSchema>,
     pub guides: Vec<Guide>,
     /// The `guides = "..."` value, where the closed-sets guide check reports.
     pub guides_lit: LitStr,
@@ -102,8 +112,8 @@ pub struct Model {
     pub risk: syn::Path,
     pub statuses: Option<syn::Path>,
     pub kinds: Option<syn::Path>,
-    /// The catalog method.
-    pub catalog: Option<Ident>,
+    /// The catalog method and its return type.
+    pub catalog: Option<(Ident, Type)>,
     /// The narration method.
     pub narrate: Option<Ident>,
     pub validate: LoopTool,
@@ -178,7 +188,24 @@ pub fn check(args: Args, tools: &[RawTool], item: &ItemImpl, errors: &mut Errors
         one_of(&args.trace_subprogram, &[("opaque", "Opaque"), ("expanded", "Expanded")], errors);
     let promotion_authority =
         one_of(&args.promotion_authority, &[("caller", "Caller"), ("promoter", "Promoter")], errors);
-    let context_schema = args.context_schema.as_ref().and_then(|e| check_context_schema(&e.value, errors));
+    let context_schema = match (&args.context_schema, &args.context) {
+        (Some(file), Some(ty)) => {
+            errors.spanned(
+                &ty.meta,
+                format!(
+                    "the context schema is given twice: by the file `{}` and by the type `{}`; keep one",
+                    file.value.value(),
+                    shapes::show(&ty.value)
+                ),
+            );
+            None
+        }
+        (Some(file), None) => {
+            check_context_schema(&file.value, errors).map(|(p, t)| ContextSchema::File(p, t))
+        }
+        (None, Some(ty)) => Some(ContextSchema::Type(ty.value.clone())),
+        (None, None) => None,
+    };
     let guides = args.guides.as_ref().and_then(|e| check_guides(&e.value, errors));
 
     // Rules that depend on the declared capabilities.
@@ -198,7 +225,7 @@ pub fn check(args: Args, tools: &[RawTool], item: &ItemImpl, errors: &mut Errors
                     &cap.ident,
                     format!("`execute` is declared, so `{key}` is required: add `{ex}"),
                 ),
-                (None, Some(entry)) => errors.spanned(
+                (None, Some(entry)) if !caps.presumes("execute") => errors.spanned(
                     &entry.meta,
                     format!("`{key}` applies only when `execute` is declared: remove it, or add `execute` to capabilities(...)"),
                 ),
@@ -231,7 +258,7 @@ pub fn check(args: Args, tools: &[RawTool], item: &ItemImpl, errors: &mut Errors
                     &cap.ident,
                     format!("the `catalog` capability is declared, so `{key} = ...` is required: add `{ex}"),
                 ),
-                (None, Some(meta)) => errors.spanned(
+                (None, Some(meta)) if !caps.presumes("catalog") => errors.spanned(
                     meta,
                     format!("`{key} = ...` applies only with the `catalog` capability: add `catalog` to capabilities(...), or remove this key"),
                 ),
@@ -258,7 +285,19 @@ pub fn check(args: Args, tools: &[RawTool], item: &ItemImpl, errors: &mut Errors
     let family = Some(written.split('/').next().unwrap_or_default().trim())
         .filter(|f| !f.is_empty())
         .unwrap_or("family");
-    let tools = check_tools(tools, item, caps.as_ref(), family, errors);
+    let names = Names {
+        codes: args.codes.as_ref().map(|e| e.value.clone()),
+        risk: args.risk.as_ref().map(|e| e.value.clone()),
+        statuses: args.statuses.as_ref().map(|e| e.value.clone()),
+    };
+    let tools = check_tools(tools, item, caps.as_ref(), family, &names, args.trace_tool.as_ref(), errors);
+    let catalog = args.catalog.as_ref().and_then(|e| {
+        let method = find_method(item, &e.value, "catalog", errors)?;
+        shapes::catalog(method, errors).map(|ret| (e.value.clone(), ret))
+    });
+    if let Some(e) = &args.narrate {
+        find_method(item, &e.value, "narrate", errors);
+    }
 
     if !errors.is_empty() {
         return None;
@@ -296,7 +335,7 @@ pub fn check(args: Args, tools: &[RawTool], item: &ItemImpl, errors: &mut Errors
         risk: args.risk?.value,
         statuses: args.statuses.map(|e| e.value),
         kinds: args.kinds.map(|e| e.value),
-        catalog: args.catalog.map(|e| e.value),
+        catalog,
         narrate: args.narrate.map(|e| e.value),
         validate,
         execute,
@@ -409,6 +448,28 @@ pub fn resolve(relative: &str) -> PathBuf {
     path.canonicalize().unwrap_or(path)
 }
 
+/// The method of the impl a key names, or an error at the name with the closest method.
+fn find_method<'i>(
+    item: &'i ItemImpl,
+    name: &Ident,
+    key: &str,
+    errors: &mut Errors,
+) -> Option<&'i ImplItemFn> {
+    let methods: Vec<&ImplItemFn> =
+        item.items.iter().filter_map(|i| if let ImplItem::Fn(f) = i { Some(f) } else { None }).collect();
+    if let Some(found) = methods.iter().find(|f| f.sig.ident == *name) {
+        return Some(found);
+    }
+    let names: Vec<String> = methods.iter().map(|f| f.sig.ident.to_string()).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let hint = match closest(&name.to_string(), &names) {
+        Some(best) => format!(": did you mean `{best}`?"),
+        None => format!(": add the method, or name one of this impl's methods in `{key} = ...`"),
+    };
+    errors.spanned(name, format!("`{key} = {name}` names no method of this impl{hint}"));
+    None
+}
+
 fn check_context_schema(lit: &LitStr, errors: &mut Errors) -> Option<(PathBuf, String)> {
     let shown = lit.value();
     let path = resolve(&shown);
@@ -457,9 +518,17 @@ fn check_guides(lit: &LitStr, errors: &mut Errors) -> Option<Vec<Guide>> {
 }
 
 /// The declared capabilities by wire name.
-struct Caps<'a>(BTreeMap<&'static str, &'a CapItem>);
+/// The declared capabilities by wire name, and those a misspelled capability was presumably
+/// meant to be: rules fire for neither their presence nor their absence, so the misspelling is
+/// reported once.
+struct Caps<'a>(BTreeMap<&'static str, &'a CapItem>, Vec<&'static str>);
 
 impl<'a> Caps<'a> {
+    /// Whether a misspelled capability was presumably meant to be `wire`.
+    fn presumes(&self, wire: &str) -> bool {
+        self.1.contains(&wire)
+    }
+
     fn get(&self, wire: &str) -> Option<&'a CapItem> {
         self.0.get(wire).copied()
     }
@@ -468,6 +537,7 @@ impl<'a> Caps<'a> {
 fn check_capabilities<'a>(entry: &'a Entry<Vec<CapItem>>, errors: &mut Errors) -> Caps<'a> {
     let names: Vec<&str> = CAPABILITIES.iter().map(|c| c.0).collect();
     let mut declared: BTreeMap<&'static str, &'a CapItem> = BTreeMap::new();
+    let mut presumed: Vec<&'static str> = Vec::new();
     for item in &entry.value {
         let wire = item.ident.to_string();
         let Some((cap, _, subs)) = CAPABILITIES.iter().find(|c| c.0 == wire) else {
@@ -478,7 +548,14 @@ fn check_capabilities<'a>(entry: &'a Entry<Vec<CapItem>>, errors: &mut Errors) -
                         "`{wire}` is a sub-feature of `{parent}`, not a capability: write `{parent}({wire})`"
                     ),
                 ),
-                None => errors.spanned(&item.ident, unknown("capability", &wire, &names)),
+                None => {
+                    errors.spanned(&item.ident, unknown("capability", &wire, &names));
+                    // The rules that follow read the typo as the capability it was meant to
+                    // be, so the one mistake is reported once.
+                    if let Some(meant) = closest(&wire, &names) {
+                        presumed.extend(CAPABILITIES.iter().map(|c| c.0).find(|c| *c == meant));
+                    }
+                }
             }
             continue;
         };
@@ -512,7 +589,7 @@ fn check_capabilities<'a>(entry: &'a Entry<Vec<CapItem>>, errors: &mut Errors) -
     const REQUIRES: [(&str, &str); 4] =
         [("validate", "guides"), ("plan", "validate"), ("execute", "validate"), ("trace_fetch", "execute")];
     for floor in ["guides", "validate"] {
-        if !declared.contains_key(floor) {
+        if !declared.contains_key(floor) && !presumed.contains(&floor) {
             let needing: Vec<String> = REQUIRES
                 .iter()
                 .filter(|(cap, needs)| *needs == floor && declared.contains_key(cap))
@@ -530,14 +607,16 @@ fn check_capabilities<'a>(entry: &'a Entry<Vec<CapItem>>, errors: &mut Errors) -
         }
     }
     for (cap, needs) in REQUIRES.iter().filter(|(_, needs)| !["guides", "validate"].contains(needs)) {
-        if let (Some(item), false) = (declared.get(cap), declared.contains_key(needs)) {
+        if let (Some(item), false) =
+            (declared.get(cap), declared.contains_key(needs) || presumed.contains(needs))
+        {
             errors.spanned(
                 &item.ident,
                 format!("`{cap}` requires `{needs}`: add `{needs}` to capabilities(...)"),
             );
         }
     }
-    Caps(declared)
+    Caps(declared, presumed)
 }
 
 type Tools = (LoopTool, Option<LoopTool>, Option<LoopTool>, Vec<PlainTool>, Vec<usize>);
@@ -547,13 +626,15 @@ fn check_tools(
     item: &ItemImpl,
     caps: Option<&Caps<'_>>,
     family: &str,
+    names: &Names,
+    trace_key: Option<&Entry<LitStr>>,
     errors: &mut Errors,
 ) -> Option<Tools> {
     let family: String = family
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-' { c } else { '_' })
         .collect();
-    let mut names: Vec<String> = Vec::new();
+    let mut tool_names: Vec<String> = Vec::new();
     let mut stages: BTreeMap<&'static str, LoopTool> = BTreeMap::new();
     // Every stage some attribute names, even a broken one, with the method serving it.
     let mut served: BTreeMap<&'static str, Ident> = BTreeMap::new();
@@ -561,6 +642,25 @@ fn check_tools(
     let mut unused = Vec::new();
     let mut seen_methods: Vec<usize> = Vec::new();
     let mut ok = true;
+    if let Some(key) = trace_key {
+        match check_tool_name(&key.value, &tool_names, errors) {
+            Some(name) => {
+                tool_names.push(name.clone());
+                stages.insert(
+                    "trace",
+                    LoopTool { name, doc: String::new(), method: None, is_async: false, no_input: false },
+                );
+            }
+            None => ok = false,
+        }
+        served.insert("trace", key.key.clone());
+        if caps.is_some_and(|c| c.get("trace_fetch").is_none()) {
+            errors.spanned(
+                &key.meta,
+                "`trace_tool = ...` names the trace-fetch tool, which exists only with the `trace_fetch` capability: add `trace_fetch` to capabilities(...), or remove this key",
+            );
+        }
+    }
     for raw_tool in raw {
         let ImplItem::Fn(method) = &item.items[raw_tool.item] else {
             errors.spanned(&raw_tool.attr, "tool attributes go on methods (`fn`) of the impl");
@@ -580,8 +680,19 @@ fn check_tools(
             ok = false;
             continue;
         };
-        if let ToolKind::Loop { stage } = &tool.kind {
+        if let ToolKind::Loop { stage, .. } = &tool.kind {
             let stage_name = stage_of(stage);
+            if let (Some(key), "trace") = (trace_key, stage_name) {
+                errors.spanned(
+                    stage,
+                    format!(
+                        "the trace tool is already named by `trace_tool = \"{}\"`, and the runtime serves trace fetches itself: remove this method (or the key)",
+                        key.value.value()
+                    ),
+                );
+                ok = false;
+                continue;
+            }
             if let Some(first) = served.get(stage_name) {
                 errors.spanned(
                     stage,
@@ -597,7 +708,7 @@ fn check_tools(
             continue;
         }
         let suggested = match &tool.kind {
-            ToolKind::Loop { stage } => match stage.to_string().as_str() {
+            ToolKind::Loop { stage, .. } => match stage.to_string().as_str() {
                 "validate" => format!("validate_{family}"),
                 "execute" => format!("run_{family}"),
                 _ => format!("trace_{family}"),
@@ -605,23 +716,23 @@ fn check_tools(
             ToolKind::Plain { .. } => method.sig.ident.to_string(),
         };
         let name = match &tool.name {
-            Some(lit) => check_tool_name(lit, &names, errors).inspect(|n| names.push(n.clone())),
+            Some(lit) => check_tool_name(lit, &tool_names, errors).inspect(|n| tool_names.push(n.clone())),
             None => {
                 errors.spanned(&tool.attr, format!("the tool needs a name: add `name = \"{suggested}\"`"));
                 None
             }
         };
         match &tool.kind {
-            ToolKind::Loop { stage } => {
+            ToolKind::Loop { stage, no_input } => {
                 let stage_name = stage_of(stage);
-                let shape_ok = check_method(stage_name, method, errors);
+                let shape = check_method(stage_name, method, names, errors);
                 let needs = match stage_name {
                     "execute" => Some("execute"),
                     "trace" => Some("trace_fetch"),
                     _ => None,
                 };
                 if let (Some(needs), Some(caps)) = (needs, caps) {
-                    if caps.get(needs).is_none() {
+                    if caps.get(needs).is_none() && !caps.presumes(needs) {
                         errors.spanned(
                             stage,
                             format!("`#[loop_tool({stage_name})]` needs the `{needs}` capability: add `{needs}` to capabilities(...), or remove this tool"),
@@ -631,7 +742,7 @@ fn check_tools(
                 if stage_name == "trace" {
                     unused.push(tool.item);
                 }
-                let (Some(name), true) = (name, shape_ok) else {
+                let (Some(name), Some(shape)) = (name, shape) else {
                     ok = false;
                     continue;
                 };
@@ -640,13 +751,17 @@ fn check_tools(
                     LoopTool {
                         name,
                         doc: doc_of(method),
-                        method: method.sig.ident.clone(),
+                        method: shape.map(|s| (method.sig.ident.clone(), s)),
                         is_async: method.sig.asyncness.is_some(),
+                        no_input: no_input.is_some(),
                     },
                 );
             }
             ToolKind::Plain { description, read_only, input_schema } => {
-                let shape_ok = check_method("plain", method, errors);
+                let shape = check_method("plain", method, names, errors)
+                    .is_some()
+                    .then(|| shapes::plain(method, errors))
+                    .flatten();
                 let description = match description {
                     Some(d) if d.value().trim().is_empty() => {
                         errors.spanned(d, "the description is empty: say what the tool does");
@@ -666,14 +781,29 @@ fn check_tools(
                         }
                     }
                 };
-                let schema = match input_schema {
-                    Some(lit) => {
-                        check_json_object(&lit.value(), lit, "`input_schema`", errors).map(|()| lit.value())
+                let typed = shape.as_ref().and_then(|s| {
+                    s.params.iter().find_map(|p| {
+                        if let shapes::PlainParam::Typed(t) = p {
+                            Some(t)
+                        } else {
+                            None
+                        }
+                    })
+                });
+                let schema = match (input_schema, typed) {
+                    (Some(lit), Some(ty)) => {
+                        errors.spanned(
+                            lit,
+                            format!("the input schema of a tool with typed arguments comes from their type `{}` (derive `JsonSchema` on it): remove `input_schema`", shapes::show(ty)),
+                        );
+                        None
                     }
-                    None => Some("{\"type\":\"object\"}".to_owned()),
+                    (Some(lit), None) => check_json_object(&lit.value(), lit, "`input_schema`", errors)
+                        .map(|()| Some(lit.value())),
+                    (None, _) => Some(None),
                 };
-                let (Some(name), Some(description), Some(input_schema), true) =
-                    (name, description, schema, shape_ok)
+                let (Some(name), Some(description), Some(input_schema), Some(shape)) =
+                    (name, description, schema, shape)
                 else {
                     ok = false;
                     continue;
@@ -684,7 +814,7 @@ fn check_tools(
                     read_only: *read_only,
                     input_schema,
                     method: method.sig.ident.clone(),
-                    takes_caller: method.sig.inputs.len() == 3,
+                    shape,
                 });
             }
         }
@@ -693,7 +823,8 @@ fn check_tools(
         errors.spanned(
             &item.self_ty,
             format!(
-                "no method of this impl has `#[loop_tool(validate, ...)]`: every Language has a validate tool; add\n    #[loop_tool(validate, name = \"validate_{family}\")]\n    fn validate(&self, program: &Json, v: &mut Validation<Codes, Risk>) {{ ... }}"
+                "no method of this impl has `#[loop_tool(validate, ...)]`: every Language has a validate tool; add\n    #[loop_tool(validate, name = \"validate_{family}\")]\n    {} {{ ... }}",
+                names.validate_sig("validate", "program", "v")
             ),
         );
     }
@@ -702,19 +833,13 @@ fn check_tools(
             (
                 "execute",
                 "execute",
-                format!("#[loop_tool(execute, name = \"run_{family}\")]\n    async fn run(&self, program: &Json, run: &mut Run<Statuses>) -> Finish<Statuses> {{ ... }}"),
+                format!("#[loop_tool(execute, name = \"run_{family}\")]\n    {} {{ ... }}", names.execute_sig("async ", "run", "program", "run")),
             ),
-            (
-                "trace_fetch",
-                "trace",
-                format!("#[loop_tool(trace, name = \"trace_{family}\")]\n    fn trace(&self) {{}}  // served by the runtime's run store"),
-            ),
+            ("trace_fetch", "trace", format!("`trace_tool = \"trace_{family}\"` to #[pilotage::language(...)] (the runtime serves trace fetches)")),
         ] {
             if let (Some(item), false) = (caps.get(cap), served.contains_key(stage)) {
-                errors.spanned(
-                    &item.ident,
-                    format!("`{cap}` is declared but no method has `#[loop_tool({stage}, ...)]`: add\n    {example}"),
-                );
+                let what = if stage == "trace" { "the trace-fetch tool has no name" } else { "no method has `#[loop_tool(execute, ...)]`" };
+                errors.spanned(&item.ident, format!("`{cap}` is declared but {what}: add\n    {example}"));
             }
         }
     }
@@ -762,19 +887,30 @@ fn stage_of(stage: &Ident) -> &'static str {
     }
 }
 
-/// Receiver, asyncness and arity of a tool method. `stage` is validate, execute, trace or
-/// plain. Returns whether the shape is usable.
-fn check_method(stage: &str, method: &ImplItemFn, errors: &mut Errors) -> bool {
+/// Receiver, asyncness and arity of a tool method, then its types ([`shapes`]). `stage` is
+/// validate, execute, trace or plain. `None` when an error was reported; `Some(None)` for a
+/// trace method (its body is never called) and a plain tool (checked by [`shapes::plain`]).
+fn check_method(
+    stage: &str,
+    method: &ImplItemFn,
+    names: &Names,
+    errors: &mut Errors,
+) -> Option<Option<LoopShape>> {
     if stage == "trace" {
-        return true;
+        return Some(None);
     }
     let sig = &method.sig;
+    let m = sig.ident.to_string();
     let shape = match stage {
-        "validate" => "fn validate(&self, program: &Json, v: &mut Validation<Codes, Risk>)",
-        "execute" => "async fn run(&self, program: &Json, run: &mut Run<Statuses>) -> Finish<Statuses>",
-        _ => "fn tool(&self, args: &Json) -> Result<Json, String>",
+        "validate" => names.validate_sig(&m, "program", "v"),
+        "execute" => names.execute_sig("async ", &m, "program", "run"),
+        _ => format!("fn {m}(&self, args: &Json) -> Result<Json, String>"),
     };
-    let shape_note = if stage == "plain" { " (optionally with `caller: &Caller` after `args`)" } else { "" };
+    let shape_note = if stage == "plain" {
+        " (or typed: `args: MyArgs` with `MyArgs: Deserialize + JsonSchema`; optionally `caller: &Caller` too)"
+    } else {
+        ""
+    };
     let mut ok = true;
     match sig.inputs.first() {
         Some(FnArg::Receiver(r)) => {
@@ -798,7 +934,7 @@ fn check_method(stage: &str, method: &ImplItemFn, errors: &mut Errors) -> bool {
         }
         _ => {
             errors.spanned(&sig.ident, format!("a tool method takes `&self` first: `{shape}`{shape_note}"));
-            return false;
+            return None;
         }
     }
     if stage != "execute" {
@@ -823,9 +959,17 @@ fn check_method(stage: &str, method: &ImplItemFn, errors: &mut Errors) -> bool {
             sig.paren_token.span.join(),
             format!("this tool method takes {count} after `&self`; expected `{shape}`{shape_note}"),
         );
-        ok = false;
+        return None;
     }
-    ok
+    let shape = match stage {
+        "validate" => shapes::validate(method, names, errors),
+        "execute" => shapes::execute(method, names, errors),
+        _ => return ok.then_some(None),
+    };
+    match (ok, shape) {
+        (true, Some(shape)) => Some(Some(shape)),
+        _ => None,
+    }
 }
 
 /// The doc comment of a method: lines joined with `\n`, each without its leading space, the

@@ -3,9 +3,11 @@
 
 use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
 use syn::{ImplItem, ItemImpl};
 
-use super::check::{LoopTool, Model, Retention};
+use super::check::{ContextSchema, LoopTool, Model, PlainTool, Retention};
+use super::shapes::PlainParam;
 use crate::guides::CLOSED_SETS;
 
 fn ident(name: &str) -> Ident {
@@ -68,12 +70,16 @@ pub fn expand(item: &ItemImpl, model: &Model) -> TokenStream {
 
     let mut tracked = Vec::new();
     let context_schema = match &model.context_schema {
-        Some((path, text)) => {
+        Some(ContextSchema::File(path, text)) => {
             tracked.push(string(&path.to_string_lossy()));
             let text = string(text);
             quote!(::core::option::Option::Some(
                 #p::serde_json::from_str::<#p::serde_json::Value>(#text).unwrap_or_default()
             ))
+        }
+        Some(ContextSchema::Type(ty)) => {
+            let schema = quote_spanned!(ty.span()=> ::pilotage::__private::plain::input_schema::<#ty>());
+            quote!(::core::option::Option::Some(#schema))
         }
         None => quote!(::core::option::Option::None),
     };
@@ -126,33 +132,16 @@ pub fn expand(item: &ItemImpl, model: &Model) -> TokenStream {
         None => quote!(#p::NoKind),
     };
 
-    let plain_specs = model.plain_tools.iter().map(|t| {
-        let name = string(&t.name);
-        let description = string(&t.description);
-        let schema = string(&t.input_schema);
-        let read_only = t.read_only;
-        quote!(#p::PlainToolSpec {
-            name: #name,
-            description: #description,
-            input_schema: #p::serde_json::from_str::<#p::serde_json::Value>(#schema).unwrap_or_default(),
-            read_only: #read_only,
-        })
-    });
-    let plain_arms = model.plain_tools.iter().map(|t| {
-        let name = string(&t.name);
-        let method = &t.method;
-        let call = if t.takes_caller {
-            quote!(<#self_ty>::#method(self, arguments, caller))
-        } else {
-            quote!(<#self_ty>::#method(self, arguments))
-        };
-        quote!(#name => ::core::option::Option::Some(#call),)
-    });
+    let plain_specs = model.plain_tools.iter().map(plain_spec);
+    let plain_arms = model.plain_tools.iter().map(|t| plain_arm(self_ty, t));
 
     let catalog = match &model.catalog {
-        Some(method) => {
-            let call = quote!(<#self_ty>::#method(self, caller));
-            quote!(::core::option::Option::Some(#call))
+        Some((method, ret)) => {
+            let snapshot = quote_spanned!(ret.span()=> ::pilotage::__private::catalog_snapshot(snapshot));
+            quote!({
+                let snapshot = <#self_ty>::#method(self, caller);
+                ::core::option::Option::Some(#snapshot)
+            })
         }
         None => quote!({
             let _ = caller;
@@ -172,24 +161,46 @@ pub fn expand(item: &ItemImpl, model: &Model) -> TokenStream {
         }
     });
 
-    let validate = &model.validate.method;
-    let validate_call = quote!(<#self_ty>::#validate(self, &*request.program, &mut validation));
+    let validate_call = match &model.validate.method {
+        Some((method, shape)) => {
+            let program = quote_spanned!(shape.program.span()=> &*request.program);
+            let sink = quote_spanned!(shape.sink.span()=> &mut validation);
+            quote!(<#self_ty>::#method(self, #program, #sink))
+        }
+        None => quote!(()),
+    };
 
     let execute = match &model.execute {
-        Some(t) => {
-            let method = &t.method;
-            let call = if t.is_async {
-                quote!(<#self_ty>::#method(self, &*request.program, &mut run).await)
+        Some(LoopTool { method: Some((method, shape)), is_async, no_input, .. }) => {
+            let program = quote_spanned!(shape.program.span()=> &*request.program);
+            let sink = quote_spanned!(shape.sink.span()=> &mut run);
+            let ret = shape.ret.as_ref().map_or_else(|| method.span(), |r| r.span());
+            let call = if *is_async {
+                quote!(<#self_ty>::#method(self, #program, #sink).await)
             } else {
-                quote!(<#self_ty>::#method(self, &*request.program, &mut run))
+                quote!(<#self_ty>::#method(self, #program, #sink))
             };
+            // The conversion is spanned at the user's return type (path included), so a
+            // wrong type is reported there, once.
+            let finish = quote_spanned!(ret=> ::pilotage::__private::Finish::<#statuses>::into_core(finish));
+            let refuse_input = no_input.then(|| {
+                let message =
+                    string(&format!("{} programs take no input: run them without `input`", model.name));
+                quote! {
+                    if run.input().is_some() {
+                        run.reject_input("", #message);
+                        return #p::Finish::<#statuses>::done().into_core();
+                    }
+                }
+            });
             quote!(::std::boxed::Box::pin(async move {
                 let mut run = #p::Run::<#statuses>::new(request, recorder);
-                let finish: #p::Finish<#statuses> = #call;
-                finish.into_core()
+                #refuse_input
+                let finish = #call;
+                #finish
             }))
         }
-        None => quote!(::std::boxed::Box::pin(async move {
+        _ => quote!(::std::boxed::Box::pin(async move {
             let _ = (request, recorder);
             #p::Finish::<#p::NoStatus>::error("execute is not declared for this Language").into_core()
         })),
@@ -262,7 +273,7 @@ pub fn expand(item: &ItemImpl, model: &Model) -> TokenStream {
                 name: &str,
                 arguments: &#p::serde_json::Value,
                 caller: &#p::Caller,
-            ) -> ::core::option::Option<::core::result::Result<#p::serde_json::Value, ::std::string::String>> {
+            ) -> ::core::option::Option<::core::result::Result<#p::serde_json::Value, #p::PlainToolError>> {
                 let _ = (arguments, caller);
                 match name {
                     #(#plain_arms)*
@@ -271,6 +282,69 @@ pub fn expand(item: &ItemImpl, model: &Model) -> TokenStream {
             }
         }
     }
+}
+
+/// A plain tool's `PlainToolSpec`: its input schema from its argument type, or as written (an
+/// object schema by default); its output schema from a typed answer.
+fn plain_spec(t: &PlainTool) -> TokenStream {
+    let p = quote!(::pilotage::__private);
+    let name = string(&t.name);
+    let description = string(&t.description);
+    let read_only = t.read_only;
+    let typed =
+        t.shape.params.iter().find_map(|a| if let PlainParam::Typed(ty) = a { Some(ty) } else { None });
+    let input = match (typed, &t.input_schema) {
+        (Some(ty), _) => quote_spanned!(ty.span()=> ::pilotage::__private::plain::input_schema::<#ty>()),
+        (None, schema) => {
+            let schema = string(schema.as_deref().unwrap_or("{\"type\":\"object\"}"));
+            quote!(#p::serde_json::from_str::<#p::serde_json::Value>(#schema).unwrap_or_default())
+        }
+    };
+    let output = match &t.shape.output {
+        Some(ty) => {
+            let schema = quote_spanned!(ty.span()=> ::pilotage::__private::plain::output_schema::<#ty>());
+            quote!(::core::option::Option::Some(#schema))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    quote!(#p::PlainToolSpec {
+        name: #name,
+        description: #description,
+        input_schema: #input,
+        output_schema: #output,
+        read_only: #read_only,
+    })
+}
+
+/// A plain tool's arm in `call_plain_tool`: typed arguments are read first (a value that does
+/// not fit is `InvalidArguments`), then the answer converted; both spanned at the user's types.
+fn plain_arm(self_ty: &syn::Type, t: &PlainTool) -> TokenStream {
+    let name = string(&t.name);
+    let method = &t.method;
+    let mut read = TokenStream::new();
+    let args = t.shape.params.iter().map(|a| match a {
+        PlainParam::Caller => quote!(caller),
+        PlainParam::Json => quote!(arguments),
+        PlainParam::Typed(ty) => {
+            read = quote_spanned!(ty.span()=> ::pilotage::__private::plain::arguments::<#ty>(arguments));
+            quote!(typed)
+        }
+    });
+    let args: Vec<TokenStream> = args.collect();
+    let answered = quote_spanned!(t.shape.ret.span()=> ::pilotage::__private::plain::answer(answer));
+    let answer = quote!({
+        let answer = <#self_ty>::#method(self, #(#args),*);
+        #answered
+    });
+    let body = if read.is_empty() {
+        answer
+    } else {
+        quote!(match #read {
+            ::core::result::Result::Ok(typed) => #answer,
+            ::core::result::Result::Err(e) => ::core::result::Result::Err(e),
+        })
+    };
+    quote!(#name => ::core::option::Option::Some(#body),)
 }
 
 /// Part II §5.2: the closed-sets guide names every member of every closed set the declared
@@ -368,7 +442,7 @@ pub fn fallback(item: &ItemImpl) -> TokenStream {
                 _: &str,
                 _: &#p::serde_json::Value,
                 _: &#p::Caller,
-            ) -> ::core::option::Option<::core::result::Result<#p::serde_json::Value, ::std::string::String>> {
+            ) -> ::core::option::Option<::core::result::Result<#p::serde_json::Value, #p::PlainToolError>> {
                 #unreachable
             }
         }

@@ -3,6 +3,7 @@
 mod check;
 mod expand;
 mod parse;
+mod shapes;
 
 use proc_macro2::{Span, TokenStream};
 use quote::quote;
@@ -39,10 +40,22 @@ pub fn language(attr: TokenStream, item: TokenStream) -> TokenStream {
             ),
         );
     }
+    let names = shapes::Names {
+        codes: args.codes.as_ref().map(|e| e.value.clone()),
+        risk: args.risk.as_ref().map(|e| e.value.clone()),
+        statuses: None,
+    };
     let model = if item.trait_.is_none() { check::check(args, &tools, &item, &mut errors) } else { None };
     match model {
         Some(model) if errors.is_empty() => expand::expand(&item, &model),
         _ => {
+            // `Validation<Risk, Codes>` was reported; emit it the right way round so the
+            // method's signature adds no "trait bound not satisfied" errors.
+            for impl_item in &mut item.items {
+                if let syn::ImplItem::Fn(f) = impl_item {
+                    shapes::repair(f, &names);
+                }
+            }
             let fallback = expand::fallback(&item);
             let errors = errors.to_compile_errors();
             quote!(#fallback #errors)

@@ -11,7 +11,7 @@ use syn::{Attribute, Expr, ExprLit, Ident, ImplItem, ItemImpl, Lit, LitBool, Lit
 use crate::errors::{closest, unknown, Errors};
 
 /// Every key of `#[pilotage::language(...)]`.
-pub const KEYS: [&str; 18] = [
+pub const KEYS: [&str; 20] = [
     "name",
     "title",
     "program",
@@ -23,6 +23,8 @@ pub const KEYS: [&str; 18] = [
     "trace_subprogram",
     "promotion_authority",
     "context_schema",
+    "context",
+    "trace_tool",
     "guides",
     "codes",
     "risk",
@@ -64,6 +66,8 @@ pub struct Args {
     pub trace_subprogram: Option<Entry<LitStr>>,
     pub promotion_authority: Option<Entry<LitStr>>,
     pub context_schema: Option<Entry<LitStr>>,
+    pub context: Option<Entry<syn::Path>>,
+    pub trace_tool: Option<Entry<LitStr>>,
     pub guides: Option<Entry<LitStr>>,
     pub codes: Option<Entry<syn::Path>>,
     pub risk: Option<Entry<syn::Path>>,
@@ -89,6 +93,8 @@ fn example(key: &str) -> &'static str {
         "trace_subprogram" => "trace_subprogram = \"opaque\"",
         "promotion_authority" => "promotion_authority = \"caller\"",
         "context_schema" => "context_schema = \"schemas/context.json\"",
+        "context" => "context = MyContext",
+        "trace_tool" => "trace_tool = \"trace_family\"",
         "guides" => "guides = \"guides\"",
         "codes" => "codes = MyCodes",
         "risk" => "risk = MyRisk",
@@ -138,6 +144,8 @@ pub fn parse_args(tokens: TokenStream, errors: &mut Errors) -> Args {
             "trace_subprogram" => slot!(trace_subprogram, string),
             "promotion_authority" => slot!(promotion_authority, string),
             "context_schema" => slot!(context_schema, string),
+            "context" => slot!(context, type_path),
+            "trace_tool" => slot!(trace_tool, string),
             "guides" => slot!(guides, string),
             "codes" => slot!(codes, type_path),
             "risk" => slot!(risk, type_path),
@@ -255,6 +263,8 @@ pub enum ToolKind {
     Loop {
         /// `validate`, `execute` or `trace`.
         stage: Ident,
+        /// `no_input`: the runtime refuses a Run given `input` (execute only).
+        no_input: Option<Ident>,
     },
     /// `#[plain_tool(name = "...", description = "...", read_only, input_schema = "...")]`.
     Plain { description: Option<LitStr>, read_only: bool, input_schema: Option<LitStr> },
@@ -294,7 +304,7 @@ fn tool_attr_kind(attr: &Attribute) -> Option<bool> {
     }
 }
 
-const LOOP_KEYS: [&str; 4] = ["validate", "execute", "trace", "name"];
+const LOOP_KEYS: [&str; 5] = ["validate", "execute", "trace", "name", "no_input"];
 const PLAIN_KEYS: [&str; 4] = ["name", "description", "read_only", "input_schema"];
 
 /// Take the tool attributes off the impl's items, so the emitted impl no longer has them.
@@ -344,6 +354,7 @@ pub fn parse_tool(raw: &RawTool, errors: &mut Errors) -> Option<ToolAttr> {
     let mut description: Option<LitStr> = None;
     let mut input_schema: Option<LitStr> = None;
     let mut read_only: Option<bool> = None;
+    let mut no_input: Option<Ident> = None;
     let mut ok = true;
     for meta in items {
         let Some(key) = meta.path().get_ident().cloned() else {
@@ -393,6 +404,17 @@ pub fn parse_tool(raw: &RawTool, errors: &mut Errors) -> Option<ToolAttr> {
                     }
                 }
             }
+            (true, "no_input") => {
+                if !matches!(meta, Meta::Path(_)) {
+                    errors.spanned(&meta, "`no_input` is a flag: write `no_input`");
+                    ok = false;
+                } else if no_input.is_some() {
+                    errors.spanned(&key, "duplicate key `no_input`: give it once");
+                    ok = false;
+                } else {
+                    no_input = Some(key);
+                }
+            }
             (false, "read_only") => {
                 if read_only.is_some() {
                     errors.spanned(&key, "duplicate key `read_only`: give it once");
@@ -438,7 +460,11 @@ pub fn parse_tool(raw: &RawTool, errors: &mut Errors) -> Option<ToolAttr> {
             );
             return None;
         };
-        ToolKind::Loop { stage }
+        if let (Some(flag), false) = (&no_input, stage == "execute") {
+            errors.spanned(flag, format!("`no_input` declares that programs take no `input` when they run: it goes on `#[loop_tool(execute, ...)]`, not on `{stage}`"));
+            ok = false;
+        }
+        ToolKind::Loop { stage, no_input }
     } else {
         ToolKind::Plain { description, read_only: read_only.unwrap_or(false), input_schema }
     };

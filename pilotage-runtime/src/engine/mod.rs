@@ -11,6 +11,7 @@ pub mod caller;
 pub mod catalog;
 pub mod finish;
 pub mod limits;
+pub mod plain;
 pub mod recorder;
 pub mod run;
 pub mod spec;
@@ -27,6 +28,7 @@ pub use self::caller::Caller;
 pub use self::catalog::CatalogSnapshot;
 pub use self::finish::{Failure, Finish, FinishCore};
 pub use self::limits::Limits;
+pub use self::plain::PlainToolError;
 pub use self::recorder::Recorder;
 pub use self::run::{ExecuteRequest, Run, SubProgram};
 pub use self::spec::{LanguageSpec, LoopTools, PlainToolSpec, ToolDecl};
@@ -67,5 +69,5 @@ pub trait Engine: Send + Sync + 'static {
         name: &str,
         arguments: &Value,
         caller: &Caller,
-    ) -> Option<Result<Value, String>>;
+    ) -> Option<Result<Value, PlainToolError>>;
 }

@@ -41,6 +41,8 @@ pub struct PlainToolSpec {
     pub description: &'static str,
     /// Input schema (an object schema).
     pub input_schema: Value,
+    /// Output schema (an object schema) of a tool with a typed answer; `None` for a JSON answer.
+    pub output_schema: Option<Value>,
     /// Whether the tool only reads.
     pub read_only: bool,
 }

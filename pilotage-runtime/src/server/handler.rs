@@ -134,7 +134,9 @@ async fn call(shared: &Shared, session: &Arc<Session>, name: &str, args: Args) -
             format!("run {}: {}", v.run_id, v.outcome.status())
         }),
         Route::Promote(l) => ops::promote::promote(ctx(*l), &args).await,
-        Route::Plain(l) => ops::plain::plain(ctx(*l), name, &args).await,
+        Route::Plain(l) => ops::plain::plain(ctx(*l), name, &args).await.map_err(|why| {
+            McpError::invalid_params(format!("Invalid arguments for tool {name}: {why}"), None)
+        })?,
     };
     if cfg!(debug_assertions) && !matches!(entry.route, Route::Plain(_) | Route::Promote(_)) {
         if let Some(fault) = entry.output.iter_errors(&reply.structured).next() {

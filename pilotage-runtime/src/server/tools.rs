@@ -201,12 +201,14 @@ fn language_tools(i: usize, l: &Hosted) -> Result<Vec<ToolEntry>, String> {
             p.name,
             p.description.to_owned(),
             p.input_schema.clone(),
-            json!({"type": "object"}),
+            p.output_schema.clone().unwrap_or_else(|| json!({"type": "object"})),
             annotations(p.read_only, false, false),
             Route::Plain(i),
             None,
         )?;
-        e.tool.output_schema = None;
+        if p.output_schema.is_none() {
+            e.tool.output_schema = None;
+        }
         tools.push(e);
     }
     Ok(tools)

@@ -41,3 +41,13 @@ pub use self::ran::{check_correspondence, Ran};
 pub use self::store::TempStore;
 pub use crate::ops::validate::{derive, Derivation};
 pub use crate::state::suite::state_suite;
+
+/// A typed plain tool's arguments from JSON, as the generated code reads them: for a test
+/// that calls the tool's method directly (`engine.add_entry(typed_args(json!({...})))`).
+///
+/// # Panics
+///
+/// When `json` does not fit `T`: a test's own arguments are wrong.
+pub fn typed_args<T: serde::de::DeserializeOwned>(json: serde_json::Value) -> T {
+    serde_json::from_value(json).expect("the arguments fit the tool's parameter type")
+}

@@ -1,4 +1,4 @@
-// Rule 16: `#[loop_tool]` and `#[plain_tool]` outside a `#[pilotage::language]` impl.
+// Rule 16: `#[loop_tool]` and `#[plain_tool]` outside a `#[pilotage::language]` impl, reported once, at the validate tool.
 use pilotage::prelude::*;
 
 struct Engine;

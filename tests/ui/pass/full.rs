@@ -15,7 +15,6 @@ enum WfCode {
     #[code(rename = "bad_ref")]
     BadReference,
     MalformedStep,
-    Constraint,
 }
 
 #[derive(Clone, Copy, pilotage::RiskLevels)]

@@ -1,0 +1,46 @@
+// The method takes `Run<TodoStatus>` but no `statuses` is declared: one error naming the key to add.
+use pilotage::prelude::*;
+
+#[derive(Clone, Copy, pilotage::Codes)]
+enum TodoCode {
+    Malformed,
+}
+
+#[derive(Clone, Copy, pilotage::RiskLevels)]
+enum TodoRisk {
+    #[risk(read_only)]
+    Safe,
+}
+
+#[derive(Clone, Copy, pilotage::Statuses)]
+enum TodoStatus {
+    #[status(side_effects = false)]
+    Full,
+}
+
+struct Todo;
+
+#[pilotage::language(
+    name = "todo/v1",
+    title = "Todo lists",
+    program = "todo",
+    locator = "json-pointer",
+    capabilities(guides, validate, execute),
+    execution = "immediate",
+    trace = "full",
+    retention = "session",
+    guides = "../../../../tests/ui/guides/minimal",
+    codes = TodoCode,
+    risk = TodoRisk,
+)]
+impl Todo {
+    #[loop_tool(validate, name = "validate_todo")]
+    fn validate(&self, _todo: &Json, _v: &mut Validation<TodoCode, TodoRisk>) {}
+
+    #[loop_tool(execute, name = "run_todo")]
+    async fn run(&self, _todo: &Json, _run: &mut Run<TodoStatus>) -> Finish<TodoStatus> {
+        Finish::done()
+    }
+}
+
+fn main() {}

@@ -1,0 +1,32 @@
+// A validate method taking the program as `&str`: one error at its type.
+use pilotage::prelude::*;
+
+#[derive(Clone, Copy, pilotage::Codes)]
+enum TodoCode {
+    Malformed,
+}
+
+#[derive(Clone, Copy, pilotage::RiskLevels)]
+enum TodoRisk {
+    #[risk(read_only)]
+    Safe,
+}
+
+struct Todo;
+
+#[pilotage::language(
+    name = "todo/v1",
+    title = "Todo lists",
+    program = "todo",
+    locator = "json-pointer",
+    capabilities(guides, validate),
+    guides = "../../../../tests/ui/guides/minimal",
+    codes = TodoCode,
+    risk = TodoRisk,
+)]
+impl Todo {
+    #[loop_tool(validate, name = "validate_todo")]
+    fn validate(&self, _todo: &str, _v: &mut Validation<TodoCode, TodoRisk>) {}
+}
+
+fn main() {}

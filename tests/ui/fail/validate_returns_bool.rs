@@ -1,0 +1,34 @@
+// A validate method returning `bool`: its value would be discarded, so it is an error.
+use pilotage::prelude::*;
+
+#[derive(Clone, Copy, pilotage::Codes)]
+enum TodoCode {
+    Malformed,
+}
+
+#[derive(Clone, Copy, pilotage::RiskLevels)]
+enum TodoRisk {
+    #[risk(read_only)]
+    Safe,
+}
+
+struct Todo;
+
+#[pilotage::language(
+    name = "todo/v1",
+    title = "Todo lists",
+    program = "todo",
+    locator = "json-pointer",
+    capabilities(guides, validate),
+    guides = "../../../../tests/ui/guides/minimal",
+    codes = TodoCode,
+    risk = TodoRisk,
+)]
+impl Todo {
+    #[loop_tool(validate, name = "validate_todo")]
+    fn validate(&self, todo: &Json, _v: &mut Validation<TodoCode, TodoRisk>) -> bool {
+        todo.is_object()
+    }
+}
+
+fn main() {}
