@@ -54,7 +54,7 @@ pub const PURGE_EVERY: usize = 256;
 const MIGRATION_LOCK: i64 = 0x7069_6c6f_7461_6765; // "pilotage"
 
 /// The schema, one step per version.
-const MIGRATIONS: [&str; 1] = ["
+pub(crate) const MIGRATIONS: [&str; 1] = ["
     CREATE TABLE pilotage_runs (
         run_id TEXT PRIMARY KEY, owner TEXT NOT NULL, record TEXT NOT NULL,
         expires_at TIMESTAMPTZ NOT NULL);

@@ -225,7 +225,16 @@ mod postgres_tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn replicas_starting_together_migrate_once() {
-        let url = test_postgres_url();
+        // A schema of its own: the shared test database may hold another build's tables.
+        let base = test_postgres_url();
+        let (admin, connection) =
+            tokio_postgres::connect(&base, tokio_postgres::NoTls).await.expect("connect");
+        tokio::spawn(connection);
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+        let schema = format!("pilotage_migrate_{}_{nanos}", std::process::id());
+        admin.batch_execute(&format!("CREATE SCHEMA {schema}")).await.expect("create the schema");
+        let separator = if base.contains('?') { '&' } else { '?' };
+        let url = format!("{base}{separator}options=-c%20search_path%3D{schema}");
         let starts: Vec<_> = (0..4)
             .map(|_| {
                 let url = url.clone();
@@ -235,6 +244,9 @@ mod postgres_tests {
         for s in starts {
             s.await.unwrap().expect("every replica connects and finds the schema applied");
         }
-        assert_eq!(test_postgres().await.schema_version().await.unwrap(), 1);
+        let state = crate::state::PostgresState::connect(&url).await.expect("connect");
+        let version = state.schema_version().await.unwrap();
+        admin.batch_execute(&format!("DROP SCHEMA {schema} CASCADE")).await.expect("drop the schema");
+        assert_eq!(version, crate::state::postgres::MIGRATIONS.len() as i64);
     }
 }
