@@ -17,6 +17,7 @@ mod automation;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use pilotage::state::suite::TestSchema;
 use pilotage::state::{PostgresState, SharedState, SqliteState};
 use pilotage::Server;
 use serde_json::{json, Value};
@@ -109,21 +110,6 @@ async fn measure(state: Arc<dyn SharedState>, round: usize) -> [Duration; 3] {
     [stored, keyed, fetched]
 }
 
-/// A PostgreSQL schema of the bench's own; the URL that selects it.
-async fn postgres_schema() -> (tokio_postgres::Client, String, String) {
-    let base = std::env::var("PILOTAGE_TEST_POSTGRES")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-    let (admin, connection) = tokio_postgres::connect(&base, tokio_postgres::NoTls)
-        .await
-        .unwrap_or_else(|e| panic!("no PostgreSQL answers at {base} ({e}): set PILOTAGE_TEST_POSTGRES"));
-    tokio::spawn(connection);
-    let schema = format!("pilotage_bench_{}", std::process::id());
-    admin.batch_execute(&format!("CREATE SCHEMA {schema}")).await.expect("create the bench schema");
-    let separator = if base.contains('?') { '&' } else { '?' };
-    let url = format!("{base}{separator}options=-c%20search_path%3D{schema}");
-    (admin, schema, url)
-}
-
 fn median(mut values: Vec<f64>) -> (f64, f64, f64) {
     values.sort_by(f64::total_cmp);
     (values[values.len() / 2], values[0], values[values.len() - 1])
@@ -135,8 +121,8 @@ fn main() {
         let dir = std::env::temp_dir().join(format!("pilotage-bench-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("bench directory");
         let sqlite: Arc<dyn SharedState> = Arc::new(SqliteState::open(dir.join("runs.sqlite")).expect("sqlite"));
-        let (admin, schema, url) = postgres_schema().await;
-        let postgres: Arc<dyn SharedState> = Arc::new(PostgresState::connect(&url).await.expect("postgres"));
+        let schema = TestSchema::create("bench").await;
+        let postgres: Arc<dyn SharedState> = Arc::new(PostgresState::connect(&schema.url).await.expect("postgres"));
         let rows = ["execute, Run stored", "execute + idempotency_key", "trace fetch of a stored Run"];
         let mut times: Vec<[Vec<f64>; 2]> = rows.iter().map(|_| [Vec::new(), Vec::new()]).collect();
         for round in 0..ROUNDS {
@@ -157,7 +143,7 @@ fn main() {
             let (r, lo, hi) = median(ratios);
             println!("| {row} | {s:.0} | {p:.0} | {r:.2} ({lo:.2}-{hi:.2}) |");
         }
-        admin.batch_execute(&format!("DROP SCHEMA {schema} CASCADE")).await.expect("drop the bench schema");
+        schema.drop_all().await;
         let _ = std::fs::remove_dir_all(&dir);
     });
 }

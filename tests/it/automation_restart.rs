@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use kit::{ctx, Client, TempStore, ARG, EXECUTE, TRACE};
 use serde_json::{json, Value};
-use support::Conn;
+use support::{free_port, Conn};
 
 fn program() -> Value {
     json!({
@@ -57,10 +57,6 @@ impl Child {
         self.0.wait().await.expect("reap the server");
         let _ = std::fs::remove_file(&self.1);
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// One stateless `tools/call` as the verified caller `who` (a fresh token for its `sub`);

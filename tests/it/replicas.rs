@@ -16,59 +16,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kit::{ctx, ARG, EXECUTE, PROMOTE, TRACE, VALIDATE};
+use pilotage::state::suite::TestSchema;
 use serde_json::{json, Value};
+use support::free_port;
 
 /// The whole scenario's bound: a hang fails the test instead of holding CI.
 const BOUND: Duration = Duration::from_secs(240);
-
-/// A PostgreSQL schema of this test run's own, in the test database: the replicas' URL sets
-/// its `search_path`, so their tables never meet another test's.
-struct Schema {
-    name: String,
-    url: String,
-    admin: tokio_postgres::Client,
-}
-
-impl Schema {
-    async fn create() -> Schema {
-        let base = pilotage::state::suite::test_postgres_url();
-        let (admin, connection) =
-            tokio_postgres::connect(&base, tokio_postgres::NoTls).await.unwrap_or_else(|e| {
-                panic!(
-                    "no PostgreSQL answers at {base} ({e}). Start one (`.ci/run` installs and starts \
-                 PostgreSQL 15 where missing) or point PILOTAGE_TEST_POSTGRES at a server where the \
-                 user may create schemas."
-                )
-            });
-        tokio::spawn(connection);
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-        let name = format!("pilotage_replicas_{}_{nanos}", std::process::id());
-        admin.batch_execute(&format!("CREATE SCHEMA {name}")).await.expect("create the test schema");
-        let separator = if base.contains('?') { '&' } else { '?' };
-        let url = format!("{base}{separator}options=-c%20search_path%3D{name}");
-        Schema { name, url, admin }
-    }
-
-    /// The tables the replicas created, by name.
-    async fn tables(&self) -> Vec<String> {
-        let rows = self
-            .admin
-            .query(
-                "SELECT table_name::TEXT FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1",
-                &[&self.name],
-            )
-            .await
-            .expect("list the tables");
-        rows.iter().map(|r| r.get(0)).collect()
-    }
-
-    async fn drop_all(self) {
-        self.admin
-            .batch_execute(&format!("DROP SCHEMA {} CASCADE", self.name))
-            .await
-            .expect("drop the schema");
-    }
-}
 
 /// One replica: the automation binary, stateless, on `port`, over the shared database.
 struct Replica {
@@ -117,10 +70,6 @@ impl Replica {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 /// A `tools/call` as the verified caller `who` on `url`: the JSON-RPC `result`, or why none came.
 async fn try_call(url: &str, who: &str, tool: &str, arguments: Value) -> Result<Value, String> {
     let params = json!({"name": tool, "arguments": arguments});
@@ -158,7 +107,7 @@ async fn three_stateless_replicas_on_one_postgres_database_serve_as_one() {
 }
 
 async fn scenario() {
-    let schema = Schema::create().await;
+    let schema = TestSchema::create("replicas").await;
     let secret = std::env::temp_dir().join(format!("{}.secret", schema.name));
     std::fs::write(&secret, format!("{}\n", support::auth::SECRET)).expect("write the secret file");
     // The three start at once: their migrations meet under the advisory lock.

@@ -35,3 +35,8 @@ pub const EXT: &str = "io.github.jafarsa0/pilotage";
 pub const PROTOCOL: &str = "2025-11-25";
 /// How long one request may wait for its response before the test fails.
 pub const TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// A port free on 127.0.0.1 now, for a server process a test starts.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}

@@ -207,10 +207,62 @@ pub async fn test_postgres() -> super::PostgresState {
     let url = test_postgres_url();
     match super::PostgresState::connect(&url).await {
         Ok(state) => state,
-        Err(e) => panic!(
-            "no PostgreSQL answers at {url} ({e}). Start one (`.ci/run` installs and starts PostgreSQL 15 \
-             where missing) or point PILOTAGE_TEST_POSTGRES at a server where user may create tables."
-        ),
+        Err(e) => no_postgres(&url, e),
+    }
+}
+
+#[cfg(feature = "postgres")]
+fn no_postgres(url: &str, e: impl std::fmt::Display) -> ! {
+    panic!(
+        "no PostgreSQL answers at {url} ({e}). Start one (`.ci/run` installs and starts PostgreSQL 15 \
+         where missing) or point PILOTAGE_TEST_POSTGRES at a server where the user may create tables \
+         and schemas."
+    )
+}
+
+/// A PostgreSQL schema of one test's own on the test server, and a URL whose `search_path`
+/// selects it: a [`PostgresState`](super::PostgresState) (or a server process) connected with
+/// [`TestSchema::url`] never meets another test's tables. [`TestSchema::drop_all`] removes it.
+#[cfg(feature = "postgres")]
+pub struct TestSchema {
+    /// The schema's name: `pilotage_<tag>_<pid>_<nanos>`.
+    pub name: String,
+    /// The test server's URL with `options=-c search_path=<name>`.
+    pub url: String,
+    admin: tokio_postgres::Client,
+}
+
+#[cfg(feature = "postgres")]
+impl TestSchema {
+    /// A fresh schema named after `tag`, or a panic saying how to provide a server.
+    pub async fn create(tag: &str) -> TestSchema {
+        let base = test_postgres_url();
+        let (admin, connection) = match tokio_postgres::connect(&base, tokio_postgres::NoTls).await {
+            Ok(connected) => connected,
+            Err(e) => no_postgres(&base, e),
+        };
+        tokio::spawn(connection);
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let name = format!("pilotage_{tag}_{}_{}", std::process::id(), nanos.as_nanos());
+        admin.batch_execute(&format!("CREATE SCHEMA {name}")).await.expect("create the test schema");
+        let separator = if base.contains('?') { '&' } else { '?' };
+        let url = format!("{base}{separator}options=-c%20search_path%3D{name}");
+        TestSchema { name, url, admin }
+    }
+
+    /// The names of the tables in the schema, sorted.
+    pub async fn tables(&self) -> Vec<String> {
+        let sql = "SELECT table_name::TEXT FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1";
+        let rows = self.admin.query(sql, &[&self.name]).await.expect("list the tables");
+        rows.iter().map(|r| r.get(0)).collect()
+    }
+
+    /// Drop the schema and everything in it.
+    pub async fn drop_all(self) {
+        self.admin
+            .batch_execute(&format!("DROP SCHEMA {} CASCADE", self.name))
+            .await
+            .expect("drop the test schema");
     }
 }
 
@@ -226,27 +278,19 @@ mod postgres_tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn replicas_starting_together_migrate_once() {
         // A schema of its own: the shared test database may hold another build's tables.
-        let base = test_postgres_url();
-        let (admin, connection) =
-            tokio_postgres::connect(&base, tokio_postgres::NoTls).await.expect("connect");
-        tokio::spawn(connection);
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-        let schema = format!("pilotage_migrate_{}_{nanos}", std::process::id());
-        admin.batch_execute(&format!("CREATE SCHEMA {schema}")).await.expect("create the schema");
-        let separator = if base.contains('?') { '&' } else { '?' };
-        let url = format!("{base}{separator}options=-c%20search_path%3D{schema}");
+        let schema = TestSchema::create("migrate").await;
         let starts: Vec<_> = (0..4)
             .map(|_| {
-                let url = url.clone();
+                let url = schema.url.clone();
                 tokio::spawn(async move { crate::state::PostgresState::connect(&url).await.map(|_| ()) })
             })
             .collect();
         for s in starts {
             s.await.unwrap().expect("every replica connects and finds the schema applied");
         }
-        let state = crate::state::PostgresState::connect(&url).await.expect("connect");
+        let state = crate::state::PostgresState::connect(&schema.url).await.expect("connect");
         let version = state.schema_version().await.unwrap();
-        admin.batch_execute(&format!("DROP SCHEMA {schema} CASCADE")).await.expect("drop the schema");
+        schema.drop_all().await;
         assert_eq!(version, crate::state::postgres::MIGRATIONS.len() as i64);
     }
 }
