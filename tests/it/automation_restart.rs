@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use kit::{ctx, Client, TempStore, ARG, EXECUTE, TRACE};
 use serde_json::{json, Value};
-use support::{free_port, Conn};
+use support::{free_port, Conn, Served};
 
 fn program() -> Value {
     json!({
@@ -26,37 +26,13 @@ fn program() -> Value {
 
 /// The automation binary serving stateless Streamable HTTP on `port` over `store`, verifying
 /// callers with the test secret (written next to the store).
-struct Child(tokio::process::Child, std::path::PathBuf);
-
-impl Child {
-    async fn start(port: u16, store: &TempStore) -> Child {
-        let secret = store.path().with_extension("secret");
-        std::fs::write(&secret, format!("{}\n", support::auth::SECRET)).expect("write the secret file");
-        let child = tokio::process::Command::new(kit::example_binary("automation"))
-            .args(["--http", &format!("127.0.0.1:{port}"), "--stateless", "--store"])
-            .arg(store.path())
-            .arg("--jwt-secret-file")
-            .arg(&secret)
-            .args(["--jwt-issuer", support::auth::ISSUER, "--jwt-audience", support::auth::AUDIENCE])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn the automation binary");
-        for _ in 0..200 {
-            if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-                return Child(child, secret);
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("the automation server did not listen on port {port}");
-    }
-    async fn kill(mut self) {
-        self.0.kill().await.expect("kill the server");
-        self.0.wait().await.expect("reap the server");
-        let _ = std::fs::remove_file(&self.1);
-    }
+async fn start(port: u16, store: &TempStore) -> Served {
+    Served::start(
+        port,
+        &["--store".as_ref(), store.path().as_os_str()],
+        &store.path().with_extension("secret"),
+    )
+    .await
 }
 
 /// One stateless `tools/call` as the verified caller `who` (a fresh token for its `sub`);
@@ -89,7 +65,7 @@ async fn call(port: u16, who: &str, name: &str, arguments: Value) -> Value {
 async fn a_stored_run_survives_a_server_restart() {
     let store = TempStore::new("restart");
     let port = free_port();
-    let server = Child::start(port, &store).await;
+    let mut server = start(port, &store).await;
     let validated = call(port, "alice", kit::VALIDATE, json!({ARG: program(), "context": ctx()})).await;
     let plan = kit::plan_of(&validated["structuredContent"]);
     let executed = call(
@@ -106,9 +82,9 @@ async fn a_stored_run_survives_a_server_restart() {
     assert_eq!(response["output"], json!({"counter": 3}));
     let run_id = response["run_id"].as_str().unwrap().to_owned();
     let before = call(port, "alice", TRACE, json!({"run_id": run_id})).await;
-    server.kill().await;
+    server.kill9().await;
 
-    let server = Child::start(port, &store).await;
+    let mut server = start(port, &store).await;
     let fetched = call(port, "alice", TRACE, json!({"run_id": run_id})).await;
     assert_eq!(fetched["isError"], false, "{fetched}");
     let mut envelope = fetched["structuredContent"].clone();
@@ -120,7 +96,7 @@ async fn a_stored_run_survives_a_server_restart() {
     let unknown = call(port, "mallory", TRACE, json!({"run_id": "run_0000000000000000"})).await;
     assert_eq!(foreign["isError"], true);
     assert_eq!(foreign, unknown);
-    server.kill().await;
+    server.kill9().await;
 }
 
 /// A duration retention is a durability promise: the server refuses to build without a
@@ -180,11 +156,11 @@ async fn an_idempotency_key_survives_a_server_restart() {
     let store = TempStore::new("restart-idem");
     let port = free_port();
     let args = json!({ARG: program(), "mode": "immediate", "context": ctx(), "idempotency_key": "k-restart"});
-    let server = Child::start(port, &store).await;
+    let mut server = start(port, &store).await;
     let first = call(port, "alice", EXECUTE, args.clone()).await;
-    server.kill().await;
-    let server = Child::start(port, &store).await;
+    server.kill9().await;
+    let mut server = start(port, &store).await;
     let retry = call(port, "alice", EXECUTE, args).await;
-    server.kill().await;
+    server.kill9().await;
     assert_eq!(retry, first, "the retry within the retention period replays the first run");
 }

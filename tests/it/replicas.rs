@@ -10,7 +10,7 @@
 
 use crate::{kit, support};
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,57 +18,10 @@ use std::time::Duration;
 use kit::{ctx, ARG, EXECUTE, PROMOTE, TRACE, VALIDATE};
 use pilotage::state::suite::TestSchema;
 use serde_json::{json, Value};
-use support::free_port;
+use support::{free_port, Served as Replica};
 
 /// The whole scenario's bound: a hang fails the test instead of holding CI.
 const BOUND: Duration = Duration::from_secs(240);
-
-/// One replica: the automation binary, stateless, on `port`, over the shared database.
-struct Replica {
-    port: u16,
-    child: Option<tokio::process::Child>,
-}
-
-impl Replica {
-    /// Start it and wait until it listens; its stderr goes to a log file, shown if it fails.
-    async fn start(port: u16, database: &str, secret: &PathBuf) -> Replica {
-        let log_path = secret.with_extension(format!("{port}.log"));
-        let log = std::fs::File::create(&log_path).expect("create the replica's log");
-        let mut child = tokio::process::Command::new(kit::example_binary("automation"))
-            .args(["--http", &format!("127.0.0.1:{port}"), "--stateless", "--postgres", database])
-            .arg("--jwt-secret-file")
-            .arg(secret)
-            .args(["--jwt-issuer", support::auth::ISSUER, "--jwt-audience", support::auth::AUDIENCE])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(log)
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn the automation binary");
-        for _ in 0..400 {
-            if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-                return Replica { port, child: Some(child) };
-            }
-            if let Ok(Some(status)) = child.try_wait() {
-                let log = std::fs::read_to_string(&log_path).unwrap_or_default();
-                panic!("replica on port {port} exited ({status}) before listening:\n{log}");
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("replica on port {port} did not listen within 20 s");
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/mcp", self.port)
-    }
-
-    /// SIGKILL: the process gets no chance to flush or clean anything up.
-    async fn kill9(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            child.kill().await.expect("SIGKILL the replica");
-        }
-    }
-}
 
 /// A `tools/call` as the verified caller `who` on `url`: the JSON-RPC `result`, or why none came.
 async fn try_call(url: &str, who: &str, tool: &str, arguments: Value) -> Result<Value, String> {
@@ -109,13 +62,13 @@ async fn three_stateless_replicas_on_one_postgres_database_serve_as_one() {
 async fn scenario() {
     let schema = TestSchema::create("replicas").await;
     let secret = std::env::temp_dir().join(format!("{}.secret", schema.name));
-    std::fs::write(&secret, format!("{}\n", support::auth::SECRET)).expect("write the secret file");
     // The three start at once: their migrations meet under the advisory lock.
     let ports = [free_port(), free_port(), free_port()];
+    let on_postgres = ["--postgres".as_ref(), schema.url.as_ref()];
     let (a, b, c) = tokio::join!(
-        Replica::start(ports[0], &schema.url, &secret),
-        Replica::start(ports[1], &schema.url, &secret),
-        Replica::start(ports[2], &schema.url, &secret),
+        Replica::start(ports[0], &on_postgres, &secret),
+        Replica::start(ports[1], &on_postgres, &secret),
+        Replica::start(ports[2], &on_postgres, &secret),
     );
     let mut replicas = [a, b, c];
     let tables = schema.tables().await;
@@ -129,7 +82,6 @@ async fn scenario() {
 
     for r in &mut replicas {
         r.kill9().await;
-        let _ = std::fs::remove_file(secret.with_extension(format!("{}.log", r.port)));
     }
     let _ = std::fs::remove_file(&secret);
     schema.drop_all().await;
@@ -241,14 +193,14 @@ async fn callers_never_meet(replicas: &[Replica; 3], run_id: &str, reference: &s
 
 /// Four clients execute and store runs round-robin while B is killed with SIGKILL and
 /// restarted; every run a client got an answer for is then fetched, identical, from all three.
-async fn acknowledged_runs_survive_a_sigkill(replicas: &mut [Replica; 3], database: &str, secret: &PathBuf) {
+async fn acknowledged_runs_survive_a_sigkill(replicas: &mut [Replica; 3], database: &str, secret: &Path) {
     let urls: Vec<String> = replicas.iter().map(Replica::url).collect();
     let stop = Arc::new(AtomicBool::new(false));
     let workers: Vec<_> = (0..4).map(|w| tokio::spawn(load(w, urls.clone(), stop.clone()))).collect();
     tokio::time::sleep(Duration::from_millis(300)).await;
     replicas[1].kill9().await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    replicas[1] = Replica::start(replicas[1].port, database, secret).await;
+    replicas[1] = Replica::start(replicas[1].port, &["--postgres".as_ref(), database.as_ref()], secret).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     stop.store(true, Ordering::SeqCst);
     let (mut acknowledged, mut refused) = (Vec::new(), 0);

@@ -22,12 +22,14 @@ mod http;
 mod lines;
 pub mod scenario;
 pub mod schemas;
+mod served;
 mod surface;
 
 pub use conn::{Conn, ToolCall};
 pub use http::{stateless_request, try_stateless_request, HttpServer, HttpStyle, STATELESS};
 pub use lines::example_binary;
 pub use schemas::{assert_def, ToolKind};
+pub use served::Served;
 
 /// The Pilotage extension identifier, also its `_meta` key.
 pub const EXT: &str = "io.github.jafarsa0/pilotage";
