@@ -66,21 +66,18 @@ pub(crate) async fn run_checked(
     // keeps the originals.
     let steps = recorder.take_steps();
     let trace = checked.effective_level.map(|level| inline_trace(&run_id, &steps, level));
-    retain(
-        ctx,
-        &checked,
-        RunRecord {
-            run_id: run_id.clone(),
-            owner: ctx.session.caller.id.to_string(),
-            language: ctx.lang.spec.name.to_owned(),
-            outcome: outcome.clone(),
-            output: output.clone(),
-            level: checked.ceiling,
-            steps: render_steps_owned(steps, checked.ceiling),
-            stats: None,
-        },
-    )
-    .await;
+    // The record (copies of the outcome and output) is built only when it is kept.
+    let record = || RunRecord {
+        run_id: run_id.clone(),
+        owner: ctx.session.caller.id.to_string(),
+        language: ctx.lang.spec.name.to_owned(),
+        outcome: outcome.clone(),
+        output: output.clone(),
+        level: checked.ceiling,
+        steps: render_steps_owned(steps, checked.ceiling),
+        stats: None,
+    };
+    retain(ctx, &checked, record).await;
     Ok(ExecuteResponse { run_id, outcome, output, diagnostics: None, trace })
 }
 
@@ -229,8 +226,9 @@ fn classify(
     })
 }
 
-/// Keep the record where the Language's retention says (or where `store` asks).
-async fn retain(ctx: Ctx<'_>, checked: &WellFormed<'_>, record: RunRecord) {
+/// Keep the record where the Language's retention says (or where `store` asks); `record` is
+/// called only then.
+async fn retain(ctx: Ctx<'_>, checked: &WellFormed<'_>, record: impl FnOnce() -> RunRecord) {
     let retention = &checked.retention;
     let keep = match checked.store_flag {
         Some(flag) => flag,
@@ -239,6 +237,7 @@ async fn retain(ctx: Ctx<'_>, checked: &WellFormed<'_>, record: RunRecord) {
     if !keep {
         return;
     }
+    let record = record();
     let run_id = record.run_id.clone();
     let stored = match retention {
         Retention::Duration { length, .. } => {
