@@ -18,17 +18,56 @@ use std::time::Duration;
 use kit::{ctx, ARG, EXECUTE, PROMOTE, TRACE, VALIDATE};
 use pilotage::state::suite::TestSchema;
 use serde_json::{json, Value};
-use support::{free_port, Served as Replica};
+use support::{free_port, Served as Replica, ToolKind};
 
 /// The whole scenario's bound: a hang fails the test instead of holding CI.
 const BOUND: Duration = Duration::from_secs(240);
 
 /// A `tools/call` as the verified caller `who` on `url`: the JSON-RPC `result`, or why none came.
+/// Every Pilotage result's `structuredContent` is checked against the tool's advertised
+/// `outputSchema` (as this replica lists it) and the official schema.
 async fn try_call(url: &str, who: &str, tool: &str, arguments: Value) -> Result<Value, String> {
     let params = json!({"name": tool, "arguments": arguments});
     let bearer = support::auth::bearer(who);
     let reply = support::try_stateless_request(url, "tools/call", params, json!({}), Some(&bearer)).await?;
-    reply.get("result").cloned().ok_or_else(|| format!("no result: {reply}"))
+    let result = reply.get("result").cloned().ok_or_else(|| format!("no result: {reply}"))?;
+    if let Some(kind) =
+        [(VALIDATE, ToolKind::Validate), (EXECUTE, ToolKind::Execute), (TRACE, ToolKind::Trace)]
+            .into_iter()
+            .find_map(|(name, kind)| (name == tool).then_some(kind))
+    {
+        let structured = &result["structuredContent"];
+        support::assert_def(structured, kind.output_def());
+        let advertised = advertised_output(url, tool).await;
+        if let Some(e) = support::schemas::errors(&advertised, structured) {
+            panic!("{tool}'s structuredContent does not match its advertised outputSchema:\n{e}");
+        }
+    }
+    Ok(result)
+}
+
+/// The validator of `tool`'s advertised `outputSchema` on the replica at `url`, listed once.
+async fn advertised_output(url: &str, tool: &str) -> Arc<jsonschema::Validator> {
+    type Listed = std::sync::Mutex<std::collections::HashMap<(String, String), Arc<jsonschema::Validator>>>;
+    static LISTED: std::sync::OnceLock<Listed> = std::sync::OnceLock::new();
+    let key = (url.to_owned(), tool.to_owned());
+    if let Some(v) = LISTED.get_or_init(Listed::default).lock().unwrap().get(&key) {
+        return v.clone();
+    }
+    let reply = support::stateless_request(
+        url,
+        "tools/list",
+        json!({}),
+        json!({}),
+        Some(&support::auth::bearer("lister")),
+    )
+    .await;
+    let tools = reply["result"]["tools"].as_array().cloned().unwrap_or_default();
+    let found =
+        tools.iter().find(|t| t["name"] == tool).unwrap_or_else(|| panic!("{tool} is not listed: {reply}"));
+    let validator = support::schemas::compile(&found["outputSchema"], tool);
+    LISTED.get_or_init(Listed::default).lock().unwrap().insert(key, validator.clone());
+    validator
 }
 
 async fn call(replica: &Replica, who: &str, tool: &str, arguments: Value) -> Value {
