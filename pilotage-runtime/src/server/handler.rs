@@ -23,7 +23,7 @@ use super::tools::{Route, Stage};
 use super::Shared;
 use crate::engine::Caller;
 use crate::model::errors::RequestError;
-use crate::ops::{self, Args, Ctx, OpResult, Reply};
+use crate::ops::{self, Args, Ctx, LoopArgs, OpResult, Reply};
 use crate::state::session::Session;
 
 /// The rmcp [`ServerHandler`] of one MCP session (or one stateless request).
@@ -124,16 +124,21 @@ async fn call(shared: &Shared, session: &Arc<Session>, name: &str, args: Args) -
         Route::Loop(stage, langs) => match (select(shared, langs, &args), stage) {
             (Err(e), _) => Reply::error(e),
             (Ok(l), Stage::Validate) => {
-                Reply::of(ops::validate::validate(ctx(l), &args).await, ops::validate::summary)
+                let args = LoopArgs::take(args, shared.langs[l].spec.program_argument);
+                Reply::of(ops::validate::validate(ctx(l), args).await, ops::validate::summary)
             }
             (Ok(l), Stage::Execute) => {
-                Reply::of(ops::execute::execute(ctx(l), &args).await, ops::execute::summary)
+                let args = LoopArgs::take(args, shared.langs[l].spec.program_argument);
+                Reply::of(ops::execute::execute(ctx(l), args).await, ops::execute::summary)
             }
         },
         Route::Trace(l) => Reply::of(ops::trace_fetch::trace_fetch(ctx(*l), &args).await, |v| {
             format!("run {}: {}", v.run_id, v.outcome.status())
         }),
-        Route::Promote(l) => ops::promote::promote(ctx(*l), &args).await,
+        Route::Promote(l) => {
+            let args = LoopArgs::take(args, shared.langs[*l].spec.program_argument);
+            ops::promote::promote(ctx(*l), args).await
+        }
         Route::Plain(l) => ops::plain::plain(ctx(*l), name, &args).await.map_err(|why| {
             McpError::invalid_params(format!("Invalid arguments for tool {name}: {why}"), None)
         })?,

@@ -12,18 +12,19 @@ use crate::model::declaration::Retention;
 use crate::model::digest;
 use crate::model::errors::{ErrorKind, RequestError};
 use crate::model::execution::ExecuteResponse;
-use crate::ops::{Args, Ctx, OpResult};
+use crate::ops::{Ctx, LoopArgs, OpResult};
 use crate::state::idempotency::{self, Claim};
 
 /// Refusals are not recorded under an idempotency key: nothing ran, so a retry may run.
 const REFUSALS: [&str; 3] = ["validation_error", "catalog_drift", "promotion_drift"];
 
 /// The execute tool.
-pub(crate) async fn execute(ctx: Ctx<'_>, args: &Args) -> OpResult<ExecuteResponse> {
+pub(crate) async fn execute(ctx: Ctx<'_>, args: LoopArgs) -> OpResult<ExecuteResponse> {
+    let args = &args;
     let checked = well_formed::well_formed(ctx, args).await?;
     // Keys protect against repeated effects; a test run has none, so it neither claims nor
     // replays a key.
-    let key = match args.get("idempotency_key") {
+    let key = match args.rest.get("idempotency_key") {
         Some(Value::String(k))
             if ctx.lang.effective.declares_sub(SubFeature::Idempotency) && !checked.test_run =>
         {
@@ -33,9 +34,9 @@ pub(crate) async fn execute(ctx: Ctx<'_>, args: &Args) -> OpResult<ExecuteRespon
     };
     // The runnable, its input, and the mode it runs in (an installation is not an evaluation).
     let fingerprint = digest::canonical(&json!({
-        "program": args.get(ctx.lang.spec.program_argument),
-        "program_ref": args.get("program_ref"),
-        "input": args.get("input"),
+        "program": args.program,
+        "program_ref": args.rest.get("program_ref"),
+        "input": args.input,
         "mode": checked.mode.as_str(),
     }));
     let limits = &ctx.lang.limits;

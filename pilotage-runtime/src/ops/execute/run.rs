@@ -16,20 +16,20 @@ use crate::model::outcome::Outcome;
 use crate::model::trace::{render_steps, render_steps_owned, Trace, TraceStep};
 use crate::ops::call::{CallEnd, EngineCall};
 use crate::ops::validate::{check_context, run_validation};
-use crate::ops::{str_arg, Args, Ctx, OpResult};
+use crate::ops::{str_arg, Ctx, LoopArgs, OpResult};
 use crate::state::promotions;
 use crate::state::runs::RunRecord;
 
 /// Run a well-formed request: a refusal (not started) or a started Run's response.
 pub(crate) async fn run_checked(
     ctx: Ctx<'_>,
-    args: &Args,
+    args: &LoopArgs,
     checked: WellFormed<'_>,
 ) -> OpResult<ExecuteResponse> {
     let run_id = new_run_id();
     let promoted = ctx.promotions().await?;
     let snapshot = ctx.snapshot_given(&promoted).await?;
-    if let (Some(expected), Some(snap)) = (str_arg(args, "expected_catalog_version"), &snapshot) {
+    if let (Some(expected), Some(snap)) = (str_arg(&args.rest, "expected_catalog_version"), &snapshot) {
         if expected != snap.version() {
             return Ok(refused(run_id, Outcome::failure("catalog_drift", "catalog version mismatch"), None));
         }
@@ -41,8 +41,8 @@ pub(crate) async fn run_checked(
     let request = ExecuteRequest {
         run_id: run_id.clone(),
         program,
-        input: args.get("input").map(|v| Arc::new(v.clone())),
-        context: args.get("context").map(|v| Arc::new(v.clone())),
+        input: args.input.clone(),
+        context: args.context.clone(),
         promoted: Arc::new(promotions::bodies(&promoted, snapshot.as_deref())),
         catalog: snapshot,
         caller: ctx.session.caller.clone(),
@@ -89,11 +89,11 @@ type Refusal = (Outcome, Option<Vec<Diagnostic>>);
 /// context bound.
 async fn admit(
     ctx: Ctx<'_>,
-    args: &Args,
+    args: &LoopArgs,
     runnable: &Runnable<'_>,
     snapshot: Option<Arc<CatalogSnapshot>>,
 ) -> OpResult<Result<Arc<Value>, Refusal>> {
-    let context = args.get("context");
+    let context = args.context.as_ref();
     match runnable {
         Runnable::Inline(program) => {
             let verdict = run_validation(ctx, snapshot, program, context).await?;
@@ -101,7 +101,7 @@ async fn admit(
                 let outcome = Outcome::failure("validation_error", "the program failed validation");
                 return Ok(Err((outcome, Some(verdict.diagnostics))));
             }
-            Ok(Ok(Arc::new((*program).clone())))
+            Ok(Ok(Arc::clone(program)))
         }
         Runnable::Promoted(p) => {
             let drifted = snapshot.as_deref().map(|s| p.drift(s)).unwrap_or_default();
@@ -112,8 +112,8 @@ async fn admit(
                 );
                 return Ok(Err((Outcome::failure("promotion_drift", why), None)));
             }
-            let mut findings = check_context(ctx.lang.context_validator.as_ref(), context);
-            findings.extend(p.bind_input(args.get("input")));
+            let mut findings = check_context(ctx.lang.context_validator.as_ref(), context.map(|c| &**c));
+            findings.extend(p.bind_input(args.input.as_deref()));
             if !findings.is_empty() {
                 let outcome = Outcome::failure("validation_error", "the input or context failed binding");
                 return Ok(Err((outcome, Some(findings))));
