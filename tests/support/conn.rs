@@ -202,6 +202,36 @@ impl Conn {
         response
     }
 
+    /// Send a request over a line transport without awaiting its response (see
+    /// [`Conn::finish`]); returns its id.
+    pub async fn start(&mut self, method: &str, params: Value) -> u64 {
+        self.next_id += 1;
+        let message = json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params});
+        match &mut self.transport {
+            Transport::Lines(l) => l.send(&message.to_string()).await,
+            Transport::Http(_) => panic!("{}: Conn::start needs a line transport", self.label),
+        }
+        self.next_id
+    }
+
+    /// The response to the request [`Conn::start`]ed with `id` (messages before it are kept in
+    /// [`Conn::unsolicited`]).
+    pub async fn finish(&mut self, id: u64) -> Value {
+        match &mut self.transport {
+            Transport::Lines(l) => l.receive(Some(&json!(id))).await,
+            Transport::Http(_) => panic!("{}: Conn::finish needs a line transport", self.label),
+        }
+    }
+
+    /// Read server messages over a line transport until one satisfies `wanted` (kept, with
+    /// the others, in [`Conn::unsolicited`]).
+    pub async fn message_where(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
+        match &mut self.transport {
+            Transport::Lines(l) => l.receive_where(wanted).await,
+            Transport::Http(_) => panic!("{}: Conn::message_where needs a line transport", self.label),
+        }
+    }
+
     /// Send a JSON-RPC notification (`params` omitted when `Null`).
     pub async fn notify(&mut self, method: &str, params: Value) {
         let mut message = json!({"jsonrpc": "2.0", "method": method});

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult,
-    ErrorCode, InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
-    ServerConfig,
+    ErrorCode, InitializeRequestParams, InitializeResult, ListToolsResult, MetaObject,
+    NotificationMetaObject, PaginatedRequestParams, ProgressNotificationParam, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -21,8 +21,10 @@ use tracing::Instrument;
 
 use super::tools::{Route, Stage};
 use super::Shared;
-use crate::engine::Caller;
+use crate::engine::{Caller, Tick};
 use crate::model::errors::RequestError;
+use crate::model::manifest::EXTENSION_ID;
+use crate::ops::watch::{TickOut, Watch};
 use crate::ops::{self, Args, Ctx, OpResult, Reply};
 use crate::state::session::Session;
 
@@ -95,8 +97,14 @@ fn unverified() -> McpError {
     )
 }
 
-/// Serve one `tools/call`. `Err` is the carrier channel.
-async fn call(shared: &Shared, session: &Arc<Session>, name: &str, args: Args) -> Result<Reply, McpError> {
+/// Serve one `tools/call`, an execute watched by `watch`. `Err` is the carrier channel.
+pub(super) async fn call(
+    shared: &Shared,
+    session: &Arc<Session>,
+    name: &str,
+    args: Args,
+    watch: &Watch,
+) -> Result<Reply, McpError> {
     let Some(entry) = shared.tool(name) else {
         return Err(McpError::invalid_params(format!("Unknown tool: {name}"), None));
     };
@@ -127,7 +135,7 @@ async fn call(shared: &Shared, session: &Arc<Session>, name: &str, args: Args) -
                 Reply::of(ops::validate::validate(ctx(l), &args).await, ops::validate::summary)
             }
             (Ok(l), Stage::Execute) => {
-                Reply::of(ops::execute::execute(ctx(l), &args).await, ops::execute::summary)
+                Reply::of(ops::execute::execute(ctx(l), &args, watch).await, ops::execute::summary)
             }
         },
         Route::Trace(l) => Reply::of(ops::trace_fetch::trace_fetch(ctx(*l), &args).await, |v| {
@@ -168,6 +176,32 @@ fn select(shared: &Shared, langs: &[usize], args: &Args) -> OpResult<usize> {
             )))
         }
     }
+}
+
+/// The request's watchers: its cancellation (`notifications/cancelled` cancels the request's
+/// token) and, when the request carries a `progressToken`, progress notifications to it, each
+/// naming the Run in `_meta` (so a client that cancels, and gets no answer, can fetch it).
+fn watch_of(context: &RequestContext<RoleServer>) -> Watch {
+    let progress = context.meta.get_progress_token().map(|token| {
+        let peer = context.peer.clone();
+        let out: TickOut = Arc::new(move |run_id: &str, tick: Tick| {
+            let (peer, token) = (peer.clone(), token.clone());
+            let mut meta = rmcp::model::JsonObject::new();
+            meta.insert(EXTENSION_ID.to_owned(), serde_json::json!({"run_id": run_id}));
+            let meta = NotificationMetaObject(MetaObject(meta));
+            Box::pin(async move {
+                let mut param = ProgressNotificationParam::new(token, tick.done as f64);
+                param.total = tick.total.map(|t| t as f64);
+                param.message = Some(tick.step);
+                param.meta = Some(meta);
+                if let Err(e) = peer.notify_progress(param).await {
+                    tracing::debug!(error = %e, "a progress notification was not delivered");
+                }
+            })
+        });
+        out
+    });
+    Watch { cancel: Some(context.ct.clone()), progress, ..Watch::default() }
 }
 
 /// Our one event per `tools/call` (target `pilotage`, level info; inside the call's span, which
@@ -243,7 +277,8 @@ impl ServerHandler for PilotageHandler {
         let span =
             tracing::info_span!(target: "pilotage", "tools/call", tool = %request.name, language = Empty);
         let started = Instant::now();
-        let reply = call(&self.shared, &session, &request.name, args).instrument(span.clone()).await;
+        let watch = watch_of(&context);
+        let reply = call(&self.shared, &session, &request.name, args, &watch).instrument(span.clone()).await;
         span.in_scope(|| log_call(&reply, started.elapsed()));
         Ok(envelope(reply?).into())
     }

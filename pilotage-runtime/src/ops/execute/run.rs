@@ -16,6 +16,7 @@ use crate::model::outcome::Outcome;
 use crate::model::trace::{render_steps, render_steps_owned, Trace, TraceStep};
 use crate::ops::call::{CallEnd, EngineCall};
 use crate::ops::validate::{check_context, run_validation};
+use crate::ops::watch::Watch;
 use crate::ops::{str_arg, Args, Ctx, OpResult};
 use crate::state::promotions;
 use crate::state::runs::RunRecord;
@@ -25,8 +26,9 @@ pub(crate) async fn run_checked(
     ctx: Ctx<'_>,
     args: &Args,
     checked: WellFormed<'_>,
+    watch: &Watch,
 ) -> OpResult<ExecuteResponse> {
-    let run_id = new_run_id();
+    let run_id = watch.run_id.clone().unwrap_or_else(new_run_id);
     let promoted = ctx.promotions().await?;
     let snapshot = ctx.snapshot_given(&promoted).await?;
     if let (Some(expected), Some(snap)) = (str_arg(args, "expected_catalog_version"), &snapshot) {
@@ -34,8 +36,8 @@ pub(crate) async fn run_checked(
             return Ok(refused(run_id, Outcome::failure("catalog_drift", "catalog version mismatch"), None));
         }
     }
-    let program = match admit(ctx, args, &checked.runnable, snapshot.clone()).await? {
-        Ok(program) => program,
+    let (program, planned) = match admit(ctx, args, &checked.runnable, snapshot.clone()).await? {
+        Ok(admitted) => admitted,
         Err((outcome, diagnostics)) => return Ok(refused(run_id, outcome, diagnostics)),
     };
     let request = ExecuteRequest {
@@ -52,7 +54,13 @@ pub(crate) async fn run_checked(
     let limits = &ctx.lang.limits;
     let call = EngineCall::new(limits, limits.execute_time, ctx.slots);
     let recorder = Recorder::bounded(limits.max_steps, &call.bounds);
-    let ended = call_engine(ctx, &call, request, recorder.clone()).await?;
+    if let Some(started) = &watch.started {
+        started(&run_id, &recorder);
+    }
+    let ticks = watch.observe(&recorder, planned, limits.max_steps);
+    let ended =
+        watch.around(&run_id, &recorder, ticks, call_engine(ctx, &call, request, recorder.clone())).await?;
+    let ended = if watch.cancelled() && !matches!(ended, Ended::Panicked) { Ended::Cancelled } else { ended };
     let findings = recorder.input_findings();
     if !findings.is_empty() && !recorder.started() {
         return Ok(refused(
@@ -84,6 +92,9 @@ pub(crate) async fn run_checked(
 /// A refusal: why the program may not run, with its diagnostics where there are some.
 type Refusal = (Outcome, Option<Vec<Diagnostic>>);
 
+/// An admitted program, with its plan's step count where validation gave one.
+type Admitted = (Arc<Value>, Option<usize>);
+
 /// Steps 3 and 4: the program to run, or the refusal. An inline program is re-validated
 /// exactly as validate does; a promoted one is checked against its baseline and its input and
 /// context bound.
@@ -92,7 +103,7 @@ async fn admit(
     args: &Args,
     runnable: &Runnable<'_>,
     snapshot: Option<Arc<CatalogSnapshot>>,
-) -> OpResult<Result<Arc<Value>, Refusal>> {
+) -> OpResult<Result<Admitted, Refusal>> {
     let context = args.get("context");
     match runnable {
         Runnable::Inline(program) => {
@@ -101,7 +112,8 @@ async fn admit(
                 let outcome = Outcome::failure("validation_error", "the program failed validation");
                 return Ok(Err((outcome, Some(verdict.diagnostics))));
             }
-            Ok(Ok(Arc::new((*program).clone())))
+            let planned = verdict.plan.as_ref().map(|p| p.steps.len());
+            Ok(Ok((Arc::new((*program).clone()), planned)))
         }
         Runnable::Promoted(p) => {
             let drifted = snapshot.as_deref().map(|s| p.drift(s)).unwrap_or_default();
@@ -118,7 +130,7 @@ async fn admit(
                 let outcome = Outcome::failure("validation_error", "the input or context failed binding");
                 return Ok(Err((outcome, Some(findings))));
             }
-            Ok(Ok(p.body.clone()))
+            Ok(Ok((p.body.clone(), None)))
         }
     }
 }
@@ -131,6 +143,9 @@ enum Ended {
     Panicked,
     /// The engine's own finish.
     Finished(FinishCore),
+    /// The client cancelled the request (or its task): the Run's signal was fired and the
+    /// engine stopped at its next check.
+    Cancelled,
 }
 
 /// The engine's execute method on a blocking thread (never on the async workers), so the time
@@ -178,6 +193,15 @@ fn classify(
             Outcome::failure(
                 "partial",
                 format!("execution exceeded its time bound of {:?}", limits.execute_time),
+            ),
+            None,
+        ),
+        // Cancellation is the client's, not a fault: `partial` (Part II §6.5.6: a started Run
+        // that does not complete), since effects of the steps done may have occurred.
+        Ended::Cancelled => (
+            Outcome::failure(
+                "partial",
+                format!("the client cancelled the run after {} recorded steps", recorder.recorded()),
             ),
             None,
         ),
