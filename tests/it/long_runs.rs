@@ -149,3 +149,178 @@ async fn cancellation_stops_the_run_over_stdio() {
     let mut c = Client::new(Conn::stdio("automation", &["--store", dir.path().to_str().unwrap()])).await;
     cancelled_run(&mut c.conn).await;
 }
+
+/// The MCP Tasks extension id.
+const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+/// `initialize` declaring the Pilotage and the Tasks extensions, then `initialized`.
+pub async fn initialize_with_tasks(conn: &mut Conn) -> Value {
+    let response = conn
+        .request(
+            "initialize",
+            json!({
+                "protocolVersion": support::PROTOCOL,
+                "capabilities": {"extensions": {EXT: {}, TASKS: {}}},
+                "clientInfo": {"name": "pilotage-tests", "version": "0"}
+            }),
+        )
+        .await;
+    assert!(
+        response["result"]["capabilities"]["extensions"].get(TASKS).is_some(),
+        "{}: a server with a `tasks` Language advertises the Tasks extension: {response}",
+        conn.label
+    );
+    conn.notify("notifications/initialized", Value::Null).await;
+    response
+}
+
+/// Start `program` as a task; returns `(task_id, run_id)`.
+async fn start_task(conn: &mut Conn, program: &Value) -> (String, String) {
+    let response = conn.request("tools/call", json!({"name": EXECUTE, "arguments": run_args(program)})).await;
+    let task = &response["result"];
+    assert_eq!(
+        task["resultType"], "task",
+        "{}: a task-augmented call answers with a task: {response}",
+        conn.label
+    );
+    assert_eq!(task["status"], "working", "{response}");
+    let run_id = task["_meta"][EXT]["run_id"].as_str().expect("the task names its run").to_owned();
+    (task["taskId"].as_str().unwrap().to_owned(), run_id)
+}
+
+async fn task_get(conn: &mut Conn, task_id: &str) -> Value {
+    let response = conn.request("tasks/get", json!({"taskId": task_id})).await;
+    response.get("result").unwrap_or_else(|| panic!("{}: tasks/get failed: {response}", conn.label)).clone()
+}
+
+/// Poll `tasks/get` until the task leaves `working`.
+pub async fn task_end(conn: &mut Conn, task_id: &str) -> Value {
+    for _ in 0..800 {
+        let task = task_get(conn, task_id).await;
+        if task["status"] != "working" {
+            return task;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("{}: task {task_id} never ended", conn.label);
+}
+
+/// A task runs in the background: `working` with its steps so far and a partial trace by
+/// `run_id` while it runs, then the very execute result a plain call returns.
+async fn task_completes(conn: &mut Conn) {
+    initialize_with_tasks(conn).await;
+    let program = slow_loop(20, 100);
+    let (task_id, run_id) = start_task(conn, &program).await;
+    let first = task_get(conn, &task_id).await;
+    assert_eq!(first["status"], "working", "{}: {first}", conn.label);
+    assert_eq!(first["_meta"][EXT]["run_id"], run_id);
+    let live = conn.call_ok(TRACE, json!({"run_id": run_id})).await;
+    assert_eq!(live["outcome"]["status"], "partial", "a running task's trace is partial: {live}");
+    assert!(live["outcome"]["error"].as_str().unwrap().starts_with("the run is still going"), "{live}");
+    let done = task_end(conn, &task_id).await;
+    assert_eq!(done["status"], "completed", "{}: {done}", conn.label);
+    let result = done["result"].clone();
+    conn.check_tool_result(EXECUTE, &result).await;
+    let response = &result["structuredContent"];
+    assert_eq!(response["run_id"], run_id);
+    assert_eq!(response["outcome"], json!({"ok": true, "status": "success", "error": null}));
+    assert_eq!(done["_meta"][EXT]["steps_done"], json!(ids(response).len()));
+    let fetched = conn.call_ok(TRACE, json!({"run_id": run_id})).await;
+    assert_eq!(fetched["outcome"], response["outcome"]);
+    assert_eq!(fetched["trace"]["steps"], response["trace"]["steps"]);
+}
+
+/// `tasks/cancel` stops the Run: the task ends `cancelled`, its Run `partial` and fetchable.
+async fn task_cancels(conn: &mut Conn) {
+    initialize_with_tasks(conn).await;
+    let (task_id, run_id) = start_task(conn, &slow_loop(40, 100)).await;
+    let ack = conn.request("tasks/cancel", json!({"taskId": task_id})).await;
+    assert!(ack.get("result").is_some(), "{}: {ack}", conn.label);
+    let ended = task_end(conn, &task_id).await;
+    assert_eq!(ended["status"], "cancelled", "{}: {ended}", conn.label);
+    let fetched = fetch_when_kept(conn, &run_id).await;
+    assert_eq!(fetched["outcome"]["status"], "partial", "{fetched}");
+    assert!(fetched["outcome"]["error"].as_str().unwrap().starts_with("the client cancelled the run"));
+    let unknown = conn.request("tasks/get", json!({"taskId": "task_0000000000000000"})).await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+}
+
+#[tokio::test]
+async fn a_task_completes_over_duplex() {
+    let store = TempStore::new("long-task");
+    let mut conn = Conn::duplex(&kit::server_on(store.path(), None));
+    task_completes(&mut conn).await;
+}
+
+#[tokio::test]
+async fn a_task_completes_over_http() {
+    let store = TempStore::new("long-task-http");
+    let http = support::HttpServer::start(&kit::server_on(store.path(), None)).await;
+    let mut conn = http.connect(support::HttpStyle::Full);
+    task_completes(&mut conn).await;
+}
+
+#[tokio::test]
+async fn a_task_cancels_over_duplex() {
+    let store = TempStore::new("long-task-cancel");
+    let mut conn = Conn::duplex(&kit::server_on(store.path(), None));
+    task_cancels(&mut conn).await;
+}
+
+#[tokio::test]
+async fn a_task_cancels_over_http() {
+    let store = TempStore::new("long-task-cancel-http");
+    let http = support::HttpServer::start(&kit::server_on(store.path(), None)).await;
+    let mut conn = http.connect(support::HttpStyle::Full);
+    task_cancels(&mut conn).await;
+}
+
+#[tokio::test]
+async fn running_tasks_are_bounded_per_caller() {
+    let store = TempStore::new("long-task-bound");
+    let limits = pilotage::engine::Limits { max_live_tasks: 2, ..Default::default() };
+    let mut conn = Conn::duplex(&kit::server_on(store.path(), Some(limits)));
+    initialize_with_tasks(&mut conn).await;
+    let (a, _) = start_task(&mut conn, &slow_loop(40, 100)).await;
+    let (b, _) = start_task(&mut conn, &slow_loop(40, 100)).await;
+    let third = conn.call(EXECUTE, run_args(&slow_loop(1, 0))).await;
+    kit::assert_request_error(&third, "bounds_exceeded");
+    assert!(third.text.contains("already has 2 running tasks"), "{}", third.text);
+    for t in [&a, &b] {
+        conn.request("tasks/cancel", json!({"taskId": t})).await;
+        assert_eq!(task_end(&mut conn, t).await["status"], "cancelled");
+    }
+    let (c, _) = start_task(&mut conn, &slow_loop(1, 0)).await;
+    assert_eq!(task_end(&mut conn, &c).await["status"], "completed", "a slot is free again");
+}
+
+#[tokio::test]
+async fn without_the_tasks_extension_execute_answers_plainly() {
+    let store = TempStore::new("long-no-task");
+    let mut c = Client::duplex(&kit::server_on(store.path(), None)).await;
+    let r = c.conn.call(EXECUTE, run_args(&slow_loop(2, 0))).await;
+    assert_eq!(r.structured["outcome"]["status"], "success", "{}", r.raw);
+    assert!(r.raw["result"].get("resultType").is_none_or(|t| t == "complete"), "{}", r.raw);
+}
+
+/// A working task whose process stopped reports `failed` from the next process on the same
+/// durable store (stdio, the SQLite run store of the example).
+#[tokio::test]
+async fn a_task_cut_by_a_restart_reports_failed() {
+    let store = TempStore::new("long-task-restart");
+    let path = store.path().to_str().unwrap().to_owned();
+    let task_id = {
+        let mut conn = Conn::stdio("automation", &["--store", &path]);
+        initialize_with_tasks(&mut conn).await;
+        let (task_id, _) = start_task(&mut conn, &slow_loop(40, 100)).await;
+        assert_eq!(task_get(&mut conn, &task_id).await["status"], "working");
+        task_id
+    };
+    let mut conn = Conn::stdio("automation", &["--store", &path]);
+    initialize_with_tasks(&mut conn).await;
+    let task = task_get(&mut conn, &task_id).await;
+    assert_eq!(task["status"], "failed", "{task}");
+    let message = task["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("the server stopped while this task was working"), "{message}");
+    assert_eq!(task_get(&mut conn, &task_id).await, task, "the failure is recorded");
+}

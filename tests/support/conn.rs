@@ -192,7 +192,9 @@ impl Conn {
         let name = params.get("name").and_then(Value::as_str).map(str::to_owned);
         let response = self.send(method, params).await;
         if method == "tools/call" {
-            if let (Some(name), Some(result)) = (name, response.get("result")) {
+            // A task (MCP Tasks) is checked when its result comes, through `tasks/get`.
+            let result = response.get("result").filter(|r| r["resultType"] != "task");
+            if let (Some(name), Some(result)) = (name, result) {
                 self.check_tool_result(&name, result).await;
                 if name == "pilotage_manifest" && result["isError"] != json!(true) {
                     self.kinds = Some(ToolKind::from_manifest(&result["structuredContent"]));

@@ -9,9 +9,10 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult,
-    ErrorCode, InitializeRequestParams, InitializeResult, ListToolsResult, MetaObject,
-    NotificationMetaObject, PaginatedRequestParams, ProgressNotificationParam, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock, CustomRequest,
+    CustomResult, ErrorCode, GetTaskParams, GetTaskResult, InitializeRequestParams, InitializeResult,
+    ListToolsResult, MetaObject, NotificationMetaObject, PaginatedRequestParams, ProgressNotificationParam,
+    ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -159,7 +160,7 @@ pub(super) async fn call(
 
 /// The Language a loop tool call is for: the tool's only Language, or, on a shared tool, the
 /// one whose program argument is present (exactly one must be).
-fn select(shared: &Shared, langs: &[usize], args: &Args) -> OpResult<usize> {
+pub(super) fn select(shared: &Shared, langs: &[usize], args: &Args) -> OpResult<usize> {
     if let [only] = langs {
         return Ok(*only);
     }
@@ -231,7 +232,7 @@ fn log_call(reply: &Result<Reply, McpError>, took: Duration) {
 
 /// The MCP envelope of a reply: its summary as the text content (never the structured value
 /// stringified only to be replaced, as `CallToolResult::structured` would).
-fn envelope(reply: Reply) -> CallToolResult {
+pub(super) fn envelope(reply: Reply) -> CallToolResult {
     let content = vec![ContentBlock::text(reply.text)];
     let mut r =
         if reply.is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
@@ -274,6 +275,13 @@ impl ServerHandler for PilotageHandler {
     ) -> Result<CallToolResponse, McpError> {
         let session = self.session(&context)?;
         let args = request.arguments.unwrap_or_default();
+        if super::tasks::wanted(&self.shared, &request.name, &args, &context) {
+            let name = request.name.to_string();
+            return Ok(match super::tasks::start(self.shared.clone(), session, name, args).await? {
+                Ok(task) => CallToolResponse::Task(task),
+                Err(refused) => refused.into(),
+            });
+        }
         let span =
             tracing::info_span!(target: "pilotage", "tools/call", tool = %request.name, language = Empty);
         let started = Instant::now();
@@ -281,6 +289,24 @@ impl ServerHandler for PilotageHandler {
         let reply = call(&self.shared, &session, &request.name, args, &watch).instrument(span.clone()).await;
         span.in_scope(|| log_call(&reply, started.elapsed()));
         Ok(envelope(reply?).into())
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        let session = self.session(&context)?;
+        super::tasks::get(&self.shared, &session.caller.id, &request.task_id).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let session = self.session(&context)?;
+        super::tasks::cancel(&self.shared, &session.caller.id, &request.task_id).await
     }
 
     async fn on_custom_request(

@@ -19,6 +19,7 @@ mod builder;
 mod handler;
 pub(crate) mod identity;
 mod schemas;
+mod tasks;
 mod tools;
 
 use std::collections::HashMap;

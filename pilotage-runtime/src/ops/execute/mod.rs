@@ -5,6 +5,8 @@
 mod run;
 mod well_formed;
 
+pub(crate) use run::new_run_id;
+
 use serde_json::{json, Value};
 
 use crate::model::capabilities::SubFeature;

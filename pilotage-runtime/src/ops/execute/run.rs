@@ -281,7 +281,8 @@ fn inline_trace(run_id: &str, steps: &[TraceStep], level: TraceLevel) -> Trace {
     Trace { run_id: run_id.to_owned(), level: level.into(), steps: render_steps(steps, level), stats: None }
 }
 
-fn new_run_id() -> String {
+/// A fresh Run id.
+pub(crate) fn new_run_id() -> String {
     let id = uuid::Uuid::new_v4().simple().to_string();
     format!("run_{}", &id[..16])
 }
