@@ -65,6 +65,7 @@ mod frames;
 mod hostile_calls;
 mod hostile_state;
 mod http_edge;
+mod long_run_clients;
 mod long_runs;
 mod loop_duplex;
 mod loop_http;

@@ -175,6 +175,9 @@ async fn call_engine(
         }
         Err(end @ CallEnd::Busy) => Err(crate::ops::call_failed(&ctx, "the run", call, end)),
         Ok(Err(_aborted)) => Ok(Ended::TimedOut),
+        // An engine that stopped short at its deadline (its Run turned inert) stopped because of
+        // it, whichever of it and the timer was first.
+        Ok(Ok(finish)) if !finish.outcome.ok() && call.expired() => Ok(Ended::TimedOut),
         Ok(Ok(finish)) => Ok(Ended::Finished(finish)),
     }
 }
