@@ -15,6 +15,9 @@ use crate::engine::Recorder;
 /// leaves before the answer, on the request's stream).
 pub(crate) type TickOut = Arc<dyn Fn(&str, Tick) -> BoxFuture<'static, ()> + Send + Sync>;
 
+/// Told a Run's id and recorder once it starts.
+pub(crate) type OnStart = Arc<dyn Fn(&str, &Recorder) + Send + Sync>;
+
 /// The watchers of one execute.
 #[derive(Clone, Default)]
 pub(crate) struct Watch {
@@ -25,7 +28,7 @@ pub(crate) struct Watch {
     /// The Run id to use (a task names its Run before it starts).
     pub run_id: Option<String>,
     /// Told the Run's recorder once the Run starts (a task's live trace).
-    pub started: Option<Arc<dyn Fn(&str, &Recorder) + Send + Sync>>,
+    pub started: Option<OnStart>,
 }
 
 impl Watch {

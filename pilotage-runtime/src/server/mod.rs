@@ -18,6 +18,7 @@
 mod builder;
 mod handler;
 pub(crate) mod identity;
+mod route;
 mod schemas;
 mod tasks;
 mod tools;

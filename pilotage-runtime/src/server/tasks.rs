@@ -17,7 +17,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::{json, Value};
 
-use super::handler::{call, envelope};
+use super::route::{call, envelope};
 use super::tools::{Route, Stage};
 use super::Shared;
 use crate::engine::Tick;
@@ -50,7 +50,7 @@ pub(super) fn wanted(shared: &Shared, name: &str, args: &Args, context: &Request
 fn language(shared: &Shared, name: &str, args: &Args) -> Option<usize> {
     let entry = shared.tool(name)?;
     let Route::Loop(Stage::Execute, langs) = &entry.route else { return None };
-    let l = super::handler::select(shared, langs, args).ok()?;
+    let l = super::route::select(shared, langs, args).ok()?;
     shared.langs[l].spec.tasks.then_some(l)
 }
 
