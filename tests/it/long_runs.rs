@@ -324,3 +324,62 @@ async fn a_task_cut_by_a_restart_reports_failed() {
     assert!(message.starts_with("the server stopped while this task was working"), "{message}");
     assert_eq!(task_get(&mut conn, &task_id).await, task, "the failure is recorded");
 }
+
+/// A working record that another process wrote, `moved_ms_ago` milliseconds ago.
+fn foreign_working(task_id: &str, moved_ms_ago: u64) -> pilotage::state::TaskRecord {
+    use pilotage::state::tasks::{now_ms, rfc3339};
+    let at = rfc3339(now_ms() - moved_ms_ago);
+    pilotage::state::TaskRecord {
+        task_id: task_id.to_owned(),
+        owner: "ambient".into(),
+        language: kit::LANGUAGE.into(),
+        run_id: format!("run_of_{task_id}"),
+        state: pilotage::state::TaskState::Working,
+        steps_done: 3,
+        result: None,
+        error: None,
+        created_at: at.clone(),
+        updated_at: at,
+        ttl_ms: 3 * 3_600_000,
+        instance: "another-process".into(),
+    }
+}
+
+async fn status_of(state: std::sync::Arc<dyn pilotage::state::SharedState>, task_id: &str) -> Value {
+    let server = pilotage::Server::builder()
+        .name("automation-test", "0")
+        .language(crate::automation::Automation::new)
+        .state(state)
+        .build()
+        .expect("the automation server builds");
+    let mut conn = Conn::duplex(&server);
+    initialize_with_tasks(&mut conn).await;
+    task_get(&mut conn, task_id).await
+}
+
+/// On a store of one process, a working task that is not running here never will: `failed`.
+#[tokio::test]
+async fn a_working_task_of_another_process_on_a_private_store_is_failed() {
+    let store = TempStore::new("long-task-private");
+    let state =
+        std::sync::Arc::new(pilotage::state::SqliteState::open(store.path()).expect("open the store"));
+    pilotage::state::SharedState::put_task(&*state, &foreign_working("task_private", 0)).await.unwrap();
+    let task = status_of(state, "task_private").await;
+    assert_eq!(task["status"], "failed", "{task}");
+}
+
+/// On a store shared by replicas, a working task of another replica is `working` while it may
+/// still be running there, and `failed` once it has not moved for longer than its Run may take.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_working_task_of_another_replica_is_failed_only_once_stale() {
+    let schema = pilotage::state::suite::TestSchema::create("tasks").await;
+    let pg = pilotage::state::PostgresState::connect(&schema.url).await.expect("connect");
+    let state: std::sync::Arc<dyn pilotage::state::SharedState> = std::sync::Arc::new(pg);
+    state.put_task(&foreign_working("task_fresh", 0)).await.unwrap();
+    state.put_task(&foreign_working("task_stale", 3_600_000)).await.unwrap();
+    assert_eq!(status_of(state.clone(), "task_fresh").await["status"], "working");
+    let stale = status_of(state, "task_stale").await;
+    assert_eq!(stale["status"], "failed", "{stale}");
+    schema.drop_all().await;
+}
