@@ -383,3 +383,28 @@ async fn a_working_task_of_another_replica_is_failed_only_once_stale() {
     assert_eq!(stale["status"], "failed", "{stale}");
     schema.drop_all().await;
 }
+
+/// The manifest declares long runs in a member a 1.1 client ignores, for a `tasks` Language
+/// only; the server advertises the Tasks extension beside the Pilotage one.
+#[tokio::test]
+async fn the_manifest_declares_long_runs_as_an_unknown_member() {
+    let store = TempStore::new("long-manifest");
+    let mut conn = Conn::duplex(&kit::server_on(store.path(), None));
+    let init = initialize_with_tasks(&mut conn).await;
+    assert_eq!(init["result"]["capabilities"]["extensions"][TASKS], json!({}));
+    let manifest = conn.call_ok("pilotage_manifest", json!({})).await;
+    assert_eq!(
+        manifest["languages"][0]["x-long-runs"],
+        json!({"progress": true, "cancellation": true, "tasks": TASKS})
+    );
+    let workflow = pilotage::Server::builder()
+        .name("test", "0")
+        .language(crate::workflow::Workflow::new)
+        .build()
+        .unwrap();
+    let mut plain = Conn::duplex(&workflow);
+    let init = plain.initialize(true).await;
+    assert!(init["result"]["capabilities"]["extensions"].get(TASKS).is_none(), "{init}");
+    let manifest = plain.call_ok("pilotage_manifest", json!({})).await;
+    assert!(manifest["languages"][0].get("x-long-runs").is_none(), "{manifest}");
+}
