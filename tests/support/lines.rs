@@ -116,6 +116,26 @@ impl Lines {
         }
     }
 
+    /// Read messages until one satisfies `wanted`, which is returned (the others are kept in
+    /// `others`, and so is the one returned).
+    pub async fn receive_where(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
+        loop {
+            let line = match tokio::time::timeout(TIMEOUT, self.read.next_line()).await {
+                Ok(Ok(Some(line))) => line,
+                other => panic!(
+                    "no awaited message within {TIMEOUT:?} ({other:?})\nserver stderr:\n{}",
+                    self.stderr()
+                ),
+            };
+            let message: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("the server wrote a line that is not JSON ({e}): {line}"));
+            self.others.push(message.clone());
+            if wanted(&message) {
+                return message;
+            }
+        }
+    }
+
     /// Read messages until a response (a message with `id` and `result` or `error`, no
     /// `method`) whose id is `id` (any id when `None`); other messages are kept in `others`.
     pub async fn receive(&mut self, id: Option<&Value>) -> Value {

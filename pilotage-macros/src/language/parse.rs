@@ -11,7 +11,7 @@ use syn::{Attribute, Expr, ExprLit, Ident, ImplItem, ItemImpl, Lit, LitBool, Lit
 use crate::errors::{closest, unknown, Errors};
 
 /// Every key of `#[pilotage::language(...)]`.
-pub const KEYS: [&str; 20] = [
+pub const KEYS: [&str; 21] = [
     "name",
     "title",
     "program",
@@ -32,6 +32,7 @@ pub const KEYS: [&str; 20] = [
     "kinds",
     "catalog",
     "narrate",
+    "tasks",
 ];
 
 /// A key and its value, with the whole `key = value` for spans.
@@ -75,6 +76,8 @@ pub struct Args {
     pub kinds: Option<Entry<syn::Path>>,
     pub catalog: Option<Entry<Ident>>,
     pub narrate: Option<Entry<Ident>>,
+    /// `tasks`: the execute tool answers task-augmented calls (MCP Tasks, beyond Pilotage 1.1).
+    pub tasks: Option<Entry<()>>,
     /// Keys that were written (even with a bad value) or that a misspelled key was taken
     /// for: no "missing key" error for them.
     pub mentioned: Vec<&'static str>,
@@ -102,6 +105,7 @@ fn example(key: &str) -> &'static str {
         "kinds" => "kinds = MyKinds",
         "catalog" => "catalog = catalog_snapshot",
         "narrate" => "narrate = narrate_run",
+        "tasks" => "tasks",
         _ => "capabilities(guides, validate)",
     }
 }
@@ -154,6 +158,7 @@ pub fn parse_args(tokens: TokenStream, errors: &mut Errors) -> Args {
             "catalog" => slot!(catalog, method),
             "narrate" => slot!(narrate, method),
             "capabilities" => slot!(capabilities, capabilities),
+            "tasks" => slot!(tasks, flag),
             _ => {
                 args.mentioned.extend(closest(&k, &KEYS));
                 errors.spanned(&key, unknown("key", &k, &KEYS));
@@ -161,6 +166,16 @@ pub fn parse_args(tokens: TokenStream, errors: &mut Errors) -> Args {
         }
     }
     args
+}
+
+fn flag(meta: &Meta, key: &str, errors: &mut Errors) -> Option<()> {
+    match meta {
+        Meta::Path(_) => Some(()),
+        _ => {
+            errors.spanned(meta, format!("`{key}` is a bare flag: write `{}`", example(key)));
+            None
+        }
+    }
 }
 
 fn value<'m>(meta: &'m Meta, key: &str, what: &str, errors: &mut Errors) -> Option<&'m Expr> {

@@ -12,6 +12,7 @@ pub(crate) mod plain;
 pub(crate) mod promote;
 pub(crate) mod trace_fetch;
 pub(crate) mod validate;
+pub(crate) mod watch;
 
 use std::sync::Arc;
 

@@ -5,6 +5,8 @@
 mod run;
 mod well_formed;
 
+pub(crate) use run::new_run_id;
+
 use serde_json::{json, Value};
 
 use crate::model::capabilities::SubFeature;
@@ -12,14 +14,15 @@ use crate::model::declaration::Retention;
 use crate::model::digest;
 use crate::model::errors::{ErrorKind, RequestError};
 use crate::model::execution::ExecuteResponse;
+use crate::ops::watch::Watch;
 use crate::ops::{Ctx, LoopArgs, OpResult};
 use crate::state::idempotency::{self, Claim};
 
 /// Refusals are not recorded under an idempotency key: nothing ran, so a retry may run.
 const REFUSALS: [&str; 3] = ["validation_error", "catalog_drift", "promotion_drift"];
 
-/// The execute tool.
-pub(crate) async fn execute(ctx: Ctx<'_>, args: LoopArgs) -> OpResult<ExecuteResponse> {
+/// The execute tool, watched by `watch` (the client's cancellation and progress, where asked).
+pub(crate) async fn execute(ctx: Ctx<'_>, args: LoopArgs, watch: &Watch) -> OpResult<ExecuteResponse> {
     let args = &args;
     let checked = well_formed::well_formed(ctx, args).await?;
     // Keys protect against repeated effects; a test run has none, so it neither claims nor
@@ -30,7 +33,7 @@ pub(crate) async fn execute(ctx: Ctx<'_>, args: LoopArgs) -> OpResult<ExecuteRes
         {
             k
         }
-        _ => return run::run_checked(ctx, args, checked).await,
+        _ => return run::run_checked(ctx, args, checked, watch).await,
     };
     // The runnable, its input, and the mode it runs in (an installation is not an evaluation).
     let fingerprint = digest::canonical(&json!({
@@ -50,7 +53,7 @@ pub(crate) async fn execute(ctx: Ctx<'_>, args: LoopArgs) -> OpResult<ExecuteRes
             .map_err(|e| RequestError::internal(format!("unreadable idempotency record: {e}"))),
         Claim::Conflict => Err(conflict()),
         Claim::Fresh(guard) => {
-            let response = run::run_checked(ctx, args, checked).await?;
+            let response = run::run_checked(ctx, args, checked, watch).await?;
             if !REFUSALS.contains(&response.outcome.status()) {
                 // Under duration retention the window is the retention: a replay outlives the
                 // process exactly as long as the Run it replays.
