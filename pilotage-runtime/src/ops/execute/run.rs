@@ -70,11 +70,16 @@ pub(crate) async fn run_checked(
         ));
     }
     let (outcome, output) = classify(ctx, ended, &recorder, !findings.is_empty())?;
-    // The steps are taken out of the recorder: one copy for the inline trace, the record
-    // keeps the originals.
+    // The steps are taken out of the recorder. A Run that is not kept gives them to its inline
+    // trace; a kept one's record keeps them and the inline trace gets a copy.
     let steps = recorder.take_steps();
-    let trace = checked.effective_level.map(|level| inline_trace(&run_id, render_steps(&steps, level), level));
-    if keeps(ctx, &checked) {
+    let keep = keeps(ctx, &checked);
+    let (trace, kept) = match checked.effective_level {
+        Some(level) if keep => (Some(inline_trace(&run_id, render_steps(&steps, level), level)), Some(steps)),
+        Some(level) => (Some(inline_trace(&run_id, render_steps_owned(steps, level), level)), None),
+        None => (None, keep.then_some(steps)),
+    };
+    if let Some(steps) = kept {
         let record = RunRecord {
             run_id: run_id.clone(),
             owner: ctx.session.caller.id.to_string(),
