@@ -46,7 +46,7 @@ pub struct Limits {
     pub max_diagnostics: usize,
     /// Run each validation on the blocking pool, so the time bound holds even against a
     /// validator that never returns (default). `false` validates inline on the request's task,
-    /// which saves a thread hand-off per request (see `benches/overhead.rs`) but bounds time
+    /// which saves a thread hand-off per request (see `benches/fair.rs`) but bounds time
     /// only cooperatively (the [`Validation`](super::Validation) sink turns inert at the
     /// deadline): choose it only for validators whose work is bounded by the program's size and
     /// depth, which the runtime checks first either way.
