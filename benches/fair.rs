@@ -17,7 +17,7 @@
 //!
 //! Rounds alternate the two sides; each row reports the median ratio pilotage / hand-written
 //! and its range. `FAIR_ROUNDS` (default 3) and `FAIR_SECONDS` (per HTTP measurement, default
-//! 1.5) tune it. `cargo bench --bench fair`; never a timed assertion.
+//! 1.5) tune it; `FAIR_HTTP=0` measures in process only. `cargo bench --bench fair`; never a timed assertion.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -158,7 +158,8 @@ struct HandWritten {
 
 impl HandWritten {
     fn new() -> Self {
-        let schema = json!({"type": "object", "properties": {"steps": {"type": "object"}}, "required": ["steps"]});
+        let schema =
+            json!({"type": "object", "properties": {"steps": {"type": "object"}}, "required": ["steps"]});
         let schema = Arc::new(jsonschema::validator_for(&schema).expect("a valid schema"));
         HandWritten { schema, runs: Arc::default() }
     }
@@ -230,7 +231,8 @@ impl ServerHandler for HandWritten {
         _: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let schema = json!({"type": "object", "properties": {"steps": {"type": "object"}}, "required": ["steps"]});
+        let schema =
+            json!({"type": "object", "properties": {"steps": {"type": "object"}}, "required": ["steps"]});
         Ok(ListToolsResult::with_all_items(vec![tool("validate_steps", &schema), tool("run_steps", &schema)]))
     }
 
@@ -356,11 +358,17 @@ async fn serve_child(side: Side) {
     let served = match side {
         Side::Pilotage => {
             let server = pilotage_server();
-            pilotage::transport::serve_listener(move || server.handler(), listener, HttpOptions::default(), never)
-                .await
+            pilotage::transport::serve_listener(
+                move || server.handler(),
+                listener,
+                HttpOptions::default(),
+                never,
+            )
+            .await
         }
         Side::HandWritten => {
-            pilotage::transport::serve_listener(HandWritten::new, listener, HttpOptions::default(), never).await
+            pilotage::transport::serve_listener(HandWritten::new, listener, HttpOptions::default(), never)
+                .await
         }
     };
     served.expect("serve");
@@ -506,6 +514,7 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 async fn bench() {
     let rounds: usize = env_or("FAIR_ROUNDS", 3);
     let seconds: f64 = env_or("FAIR_SECONDS", 1.5);
+    let http = env_or("FAIR_HTTP", 1) != 0;
     println!("| path | transport | pilotage / hand-written | range | load generator CPU share |");
     println!("| --- | --- | --- | --- | --- |");
     for path in PATHS {
@@ -518,12 +527,17 @@ async fn bench() {
         }
         let (median, low, high) = spread(ratios);
         println!("| {} | in process, time per call | {median:.2} | {low:.2}-{high:.2} | - |", path.label);
+        if !http {
+            continue;
+        }
         for (sse, accept) in [(true, "SSE"), (false, "plain JSON")] {
             for clients in [1, 8, 64] {
                 let (mut ratios, mut shares) = (Vec::new(), Vec::new());
                 for _ in 0..rounds {
-                    let (theirs, own_h, server_h) = http_load(Side::HandWritten, path, clients, sse, seconds).await;
-                    let (ours, own_p, server_p) = http_load(Side::Pilotage, path, clients, sse, seconds).await;
+                    let (theirs, own_h, server_h) =
+                        http_load(Side::HandWritten, path, clients, sse, seconds).await;
+                    let (ours, own_p, server_p) =
+                        http_load(Side::Pilotage, path, clients, sse, seconds).await;
                     // Throughput ratio: above 1 means pilotage serves more calls per second.
                     ratios.push(ours / theirs);
                     shares.push((own_h + own_p) / (own_h + own_p + server_h + server_p).max(1e-9));
