@@ -14,6 +14,7 @@ pub mod limits;
 pub mod plain;
 pub mod recorder;
 pub mod run;
+pub mod search;
 pub mod spec;
 pub mod step;
 pub mod validation;
