@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 
 use sha2::{Digest, Sha256};
 
-use super::search::{contains_text, SearchIndex, MIN_INDEXED_QUERY};
+use super::search::{contains_text, intersect, SearchIndex, MIN_INDEXED_QUERY};
 use crate::model::catalog::{CatalogEntry, ChangeKind};
 
 /// The first 16 bytes of the SHA-256 of an entry's defined fields (its id included).
@@ -115,13 +115,10 @@ impl CatalogSnapshot {
         if lowered.len() < MIN_INDEXED_QUERY || u32::try_from(self.entries.len()).is_err() {
             return Box::new(rest.iter().filter(move |e| contains_text(e, &lowered)));
         }
-        let candidates = self.search.get_or_init(|| SearchIndex::build(&self.entries)).candidates(&lowered);
-        let start = candidates.partition_point(|p| (*p as usize) < from);
+        let lists = self.search.get_or_init(|| SearchIndex::build(&self.entries)).lists(&lowered);
         Box::new(
-            candidates
-                .into_iter()
-                .skip(start)
-                .filter_map(|p| self.entries.get(p as usize))
+            intersect(lists, from)
+                .filter_map(|p| self.entries.get(p))
                 .filter(move |e| contains_text(e, &lowered)),
         )
     }

@@ -53,24 +53,42 @@ impl SearchIndex {
                 postings.entry(*gram).or_default().push(position);
             }
         }
+        // Lists grew by doubling: give back the unused half, kept as long as the snapshot.
+        for list in postings.values_mut() {
+            list.shrink_to_fit();
+        }
         SearchIndex { postings }
     }
 
-    /// Positions, in id order, of a superset of the entries containing `lowered` (a lowercased
-    /// query of at least [`MIN_INDEXED_QUERY`] bytes): those holding every trigram of it.
-    pub fn candidates(&self, lowered: &str) -> Vec<u32> {
+    /// The posting lists of every trigram of `lowered` (a lowercased query of at least
+    /// [`MIN_INDEXED_QUERY`] bytes), shortest first; none when a trigram is in no entry. The
+    /// entries containing `lowered` are among those in every list.
+    pub fn lists(&self, lowered: &str) -> Vec<&[u32]> {
         let mut grams: Vec<u32> = trigrams(lowered.as_bytes()).collect();
         grams.sort_unstable();
         grams.dedup();
         let mut lists = Vec::with_capacity(grams.len());
         for gram in grams {
             match self.postings.get(&gram) {
-                Some(list) => lists.push(list),
+                Some(list) => lists.push(list.as_slice()),
                 None => return Vec::new(),
             }
         }
         lists.sort_by_key(|l| l.len());
-        let Some((first, others)) = lists.split_first() else { return Vec::new() };
-        first.iter().copied().filter(|p| others.iter().all(|l| l.binary_search(p).is_ok())).collect()
+        lists
     }
+}
+
+/// Positions from `from` on, in id order, that are in every one of `lists` (shortest first),
+/// produced lazily so a page stops as soon as it is full.
+pub fn intersect<'a>(lists: Vec<&'a [u32]>, from: usize) -> impl Iterator<Item = usize> + 'a {
+    let (first, others) = match lists.split_first() {
+        Some((first, others)) => (*first, others.to_vec()),
+        None => (&[][..], Vec::new()),
+    };
+    let start = first.partition_point(|p| (*p as usize) < from);
+    first[start..]
+        .iter()
+        .filter(move |p| others.iter().all(|l| l.binary_search(p).is_ok()))
+        .map(|p| *p as usize)
 }
