@@ -176,6 +176,27 @@ async fn combined_manifest_defaults_overrides_and_routing() {
         )
         .await;
     assert_eq!(entries(&one), ["cap_list_users"]);
+    // changed_since reports exactly what changed, by id, and nothing from the new token.
+    let before = entries(&all);
+    let (first, last) = (before[0].clone(), before[before.len() - 1].clone());
+    conn.call_ok("catalog_add_entry", json!({"id": "cap_aaa_added"})).await;
+    conn.call_ok("catalog_update_entry", json!({"id": last, "description": "Changed."})).await;
+    conn.call_ok("catalog_remove_entry", json!({"id": first})).await;
+    let since = conn
+        .call_ok("pilotage_catalog", json!({"language": "workflow/v1", "verb": "changed_since", "catalog_version": all["catalog_version"]}))
+        .await;
+    let mut expected = vec![
+        json!({"id": "cap_aaa_added", "change": "added"}),
+        json!({"id": first, "change": "removed"}),
+        json!({"id": last, "change": "modified"}),
+    ];
+    expected.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
+    assert_eq!(since["changes"], json!(expected));
+    assert_ne!(since["catalog_version"], all["catalog_version"]);
+    let again = conn
+        .call_ok("pilotage_catalog", json!({"language": "workflow/v1", "verb": "changed_since", "catalog_version": since["catalog_version"]}))
+        .await;
+    assert_eq!(again["changes"], json!([]));
     let sql_since = conn
         .call("pilotage_catalog", json!({"language": "sql/sqlite-3", "verb": "changed_since", "catalog_version": sql_list["catalog_version"]}))
         .await;
