@@ -716,11 +716,11 @@ async fn an_sqlite_file_of_the_first_schema_migrates_and_keeps_its_runs() {
         .unwrap();
     }
     let store = SqliteState::open(&path).unwrap();
-    assert_eq!(store.schema_version().unwrap(), 2);
+    assert_eq!(store.schema_version().unwrap(), 3);
     let kept = store.get_run("o", "run_old").await.unwrap().expect("the run survives the migration");
     assert_eq!(serde_json::to_value(&kept).unwrap()["run_id"], "run_old");
     drop(store);
-    assert_eq!(SqliteState::open(&path).unwrap().schema_version().unwrap(), 2, "applied once");
+    assert_eq!(SqliteState::open(&path).unwrap().schema_version().unwrap(), 3, "applied once");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

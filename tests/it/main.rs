@@ -65,6 +65,8 @@ mod frames;
 mod hostile_calls;
 mod hostile_state;
 mod http_edge;
+mod long_run_clients;
+mod long_runs;
 mod loop_duplex;
 mod loop_http;
 mod loop_stdio;

@@ -192,7 +192,9 @@ impl Conn {
         let name = params.get("name").and_then(Value::as_str).map(str::to_owned);
         let response = self.send(method, params).await;
         if method == "tools/call" {
-            if let (Some(name), Some(result)) = (name, response.get("result")) {
+            // A task (MCP Tasks) is checked when its result comes, through `tasks/get`.
+            let result = response.get("result").filter(|r| r["resultType"] != "task");
+            if let (Some(name), Some(result)) = (name, result) {
                 self.check_tool_result(&name, result).await;
                 if name == "pilotage_manifest" && result["isError"] != json!(true) {
                     self.kinds = Some(ToolKind::from_manifest(&result["structuredContent"]));
@@ -200,6 +202,36 @@ impl Conn {
             }
         }
         response
+    }
+
+    /// Send a request over a line transport without awaiting its response (see
+    /// [`Conn::finish`]); returns its id.
+    pub async fn start(&mut self, method: &str, params: Value) -> u64 {
+        self.next_id += 1;
+        let message = json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params});
+        match &mut self.transport {
+            Transport::Lines(l) => l.send(&message.to_string()).await,
+            Transport::Http(_) => panic!("{}: Conn::start needs a line transport", self.label),
+        }
+        self.next_id
+    }
+
+    /// The response to the request [`Conn::start`]ed with `id` (messages before it are kept in
+    /// [`Conn::unsolicited`]).
+    pub async fn finish(&mut self, id: u64) -> Value {
+        match &mut self.transport {
+            Transport::Lines(l) => l.receive(Some(&json!(id))).await,
+            Transport::Http(_) => panic!("{}: Conn::finish needs a line transport", self.label),
+        }
+    }
+
+    /// Read server messages over a line transport until one satisfies `wanted` (kept, with
+    /// the others, in [`Conn::unsolicited`]).
+    pub async fn message_where(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
+        match &mut self.transport {
+            Transport::Lines(l) => l.receive_where(wanted).await,
+            Transport::Http(_) => panic!("{}: Conn::message_where needs a line transport", self.label),
+        }
     }
 
     /// Send a JSON-RPC notification (`params` omitted when `Null`).

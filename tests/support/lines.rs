@@ -116,6 +116,26 @@ impl Lines {
         }
     }
 
+    /// Read messages until one satisfies `wanted`, which is returned (the others are kept in
+    /// `others`, and so is the one returned).
+    pub async fn receive_where(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
+        loop {
+            let line = match tokio::time::timeout(TIMEOUT, self.read.next_line()).await {
+                Ok(Ok(Some(line))) => line,
+                other => panic!(
+                    "no awaited message within {TIMEOUT:?} ({other:?})\nserver stderr:\n{}",
+                    self.stderr()
+                ),
+            };
+            let message: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("the server wrote a line that is not JSON ({e}): {line}"));
+            self.others.push(message.clone());
+            if wanted(&message) {
+                return message;
+            }
+        }
+    }
+
     /// Read messages until a response (a message with `id` and `result` or `error`, no
     /// `method`) whose id is `id` (any id when `None`); other messages are kept in `others`.
     pub async fn receive(&mut self, id: Option<&Value>) -> Value {
@@ -156,14 +176,21 @@ pub fn example_binary(name: &str) -> PathBuf {
         exe.parent().and_then(|deps| deps.parent()).expect("the test binary lives in target/<profile>/deps");
     let path = profile_dir.join("examples").join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     let built = BUILT.get_or_init(Default::default);
-    let mut built = built.lock().unwrap();
+    // A failed build panics while holding the lock: the next test tries again and reports its
+    // own cause instead of a poisoned lock.
+    let mut built = built.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if !built.iter().any(|b| b == name) {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
         let mut command = std::process::Command::new(cargo);
         command.args(["build", "--example", name]).current_dir(env!("CARGO_MANIFEST_DIR"));
-        if name == "postgres" {
-            // Its `required-features`.
-            command.args(["--features", "postgres"]);
+        // The features this test binary was built with, so the build reuses the libraries the
+        // test build compiled instead of compiling (and storing) every crate a second time.
+        let features: Vec<&str> = [("postgres", cfg!(feature = "postgres")), ("jwt", cfg!(feature = "jwt"))]
+            .into_iter()
+            .filter_map(|(feature, on)| on.then_some(feature))
+            .collect();
+        if !features.is_empty() {
+            command.args(["--features", &features.join(",")]);
         }
         if profile_dir.file_name().is_some_and(|p| p == "release") {
             command.arg("--release");

@@ -154,6 +154,7 @@ impl Automation {
     kinds = AutoKind,
     catalog = catalog_snapshot,
     narrate = narrate_run,
+    tasks,
 )]
 impl Automation {
     /// An automation program is a JSON object {trigger?, inputs?, steps, output?}; read the

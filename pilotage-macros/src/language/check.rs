@@ -116,6 +116,8 @@ pub struct Model {
     pub catalog: Option<(Ident, Type)>,
     /// The narration method.
     pub narrate: Option<Ident>,
+    /// The execute tool answers task-augmented calls.
+    pub tasks: bool,
     pub validate: LoopTool,
     pub execute: Option<LoopTool>,
     pub trace_tool: Option<LoopTool>,
@@ -232,6 +234,14 @@ pub fn check(args: Args, tools: &[RawTool], item: &ItemImpl, errors: &mut Errors
                 _ => {}
             }
         }
+        if let (None, Some(entry)) = (execute, &args.tasks) {
+            if !caps.presumes("execute") {
+                errors.spanned(
+                    &entry.meta,
+                    "`tasks` makes the execute tool answer task-augmented calls, but `execute` is not declared: remove `tasks`, or add `execute` to capabilities(...)",
+                );
+            }
+        }
         if let (Some(_), Some(Retention::None), Some(entry)) =
             (caps.get("trace_fetch"), &retention, &args.retention)
         {
@@ -337,6 +347,7 @@ pub fn check(args: Args, tools: &[RawTool], item: &ItemImpl, errors: &mut Errors
         kinds: args.kinds.map(|e| e.value),
         catalog,
         narrate: args.narrate.map(|e| e.value),
+        tasks: args.tasks.is_some(),
         validate,
         execute,
         trace_tool,

@@ -52,6 +52,7 @@ pub fn expand(item: &ItemImpl, model: &Model) -> TokenStream {
     let execution = option(model.execution, "ExecutionMode");
     let trace = option(model.trace, "TraceLevel");
     let trace_subprogram = option(model.trace_subprogram, "TraceSubprogram");
+    let tasks = model.tasks;
     let promotion_authority = option(model.promotion_authority, "PromotionAuthority");
     let retention = match &model.retention {
         None => quote!(::core::option::Option::None),
@@ -232,6 +233,7 @@ pub fn expand(item: &ItemImpl, model: &Model) -> TokenStream {
                     retention: #retention,
                     trace_subprogram: #trace_subprogram,
                     promotion_authority: #promotion_authority,
+                    tasks: #tasks,
                     context_schema: #context_schema,
                     tools: #p::LoopTools {
                         validate: #validate_decl,

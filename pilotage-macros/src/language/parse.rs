@@ -86,6 +86,7 @@ grammar! {
     kinds: syn::Path = "kinds = MyKinds",
     catalog: Ident = "catalog = catalog_snapshot",
     narrate: Ident = "narrate = narrate_run",
+    tasks: () = "tasks",
 }
 
 /// One capability inside `capabilities(...)`, with its sub-features.
@@ -118,6 +119,20 @@ fn value<'m>(meta: &'m Meta, key: &Ident, what: &str, errors: &mut Errors) -> Op
         _ => {
             errors.spanned(meta, format!("`{key}` takes {what}: write `{}`", example(key)));
             None
+        }
+    }
+}
+
+/// A bare flag (`tasks`: the execute tool answers task-augmented calls, MCP Tasks, beyond
+/// Pilotage 1.1).
+impl Read for () {
+    fn read(meta: &Meta, key: &Ident, errors: &mut Errors) -> Option<Self> {
+        match meta {
+            Meta::Path(_) => Some(()),
+            _ => {
+                errors.spanned(meta, format!("`{key}` is a bare flag: write `{}`", example(key)));
+                None
+            }
         }
     }
 }

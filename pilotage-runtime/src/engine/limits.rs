@@ -46,18 +46,25 @@ pub struct Limits {
     pub max_diagnostics: usize,
     /// Run each validation on the blocking pool, so the time bound holds even against a
     /// validator that never returns (default). `false` validates inline on the request's task,
-    /// which saves a thread hand-off per request (see `benches/overhead.rs`) but bounds time
+    /// which saves a thread hand-off per request (see `benches/fair.rs`) but bounds time
     /// only cooperatively (the [`Validation`](super::Validation) sink turns inert at the
     /// deadline): choose it only for validators whose work is bounded by the program's size and
     /// depth, which the runtime checks first either way.
     pub isolate_validation: bool,
+    /// Tasks one caller may have running at once in one process (a Language that declares
+    /// `tasks`; MCP Tasks, beyond Pilotage 1.1); a task-augmented execute past it is refused
+    /// with `bounds_exceeded`.
+    pub max_live_tasks: usize,
+    /// How long a task's record (its status, then its result) is kept from its creation.
+    pub task_ttl: Duration,
 }
 
 impl Default for Limits {
     /// 2 s to validate, 10 s to execute, 10 s for any other engine call, 10 000 steps, 1 MiB
     /// programs, depth 64, 16 MiB per engine call, 1 000 diagnostics, 1 000 retained runs and
     /// 16 MiB of them per session and Language, 256 promoted programs per caller and Language,
-    /// idempotency keys for 24 h, isolated validation.
+    /// idempotency keys for 24 h, isolated validation, 8 running tasks per caller and task
+    /// records for 1 h.
     fn default() -> Self {
         Limits {
             validate_time: Duration::from_secs(2),
@@ -73,6 +80,8 @@ impl Default for Limits {
             max_retained_bytes: 16 << 20,
             max_promotions: 256,
             isolate_validation: true,
+            max_live_tasks: 8,
+            task_ttl: Duration::from_secs(3600),
         }
     }
 }

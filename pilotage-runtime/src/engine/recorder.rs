@@ -5,6 +5,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::call::{json_size, Bounds, Budget, Signal};
+use super::progress::Progress;
 use crate::model::diagnostic::Diagnostic;
 use crate::model::trace::TraceStep;
 
@@ -38,6 +39,8 @@ pub(super) struct RecorderState {
     pub(super) signal: Signal,
     /// Bytes of trace the Run may hold.
     pub(super) budget: Budget,
+    /// Who is told of each entry recorded (progress notifications, a task's record).
+    pub(super) progress: Option<Progress>,
 }
 
 impl Recorder {
@@ -62,6 +65,7 @@ impl Recorder {
             cancelled: false,
             input_findings: Vec::new(),
             started: false,
+            progress: None,
         })))
     }
     pub(super) fn state(&self) -> MutexGuard<'_, RecorderState> {
@@ -75,6 +79,10 @@ impl Recorder {
     /// runtime once the Run is over, so the trace is not copied.
     pub fn take_steps(&self) -> Vec<TraceStep> {
         std::mem::take(&mut self.state().steps)
+    }
+    /// How many trace entries were recorded so far.
+    pub fn recorded(&self) -> usize {
+        self.state().steps.len()
     }
     /// Whether the step bound was exceeded (a step or decision was refused).
     pub fn exceeded(&self) -> bool {
@@ -104,6 +112,18 @@ impl Recorder {
     /// Input findings reported before the first step (a refusal, not a started Run).
     pub fn input_findings(&self) -> Vec<Diagnostic> {
         self.state().input_findings.clone()
+    }
+    /// Tell `progress` of every entry recorded from now on.
+    pub fn observe(&self, progress: Progress) {
+        self.state().progress = Some(progress);
+    }
+    /// The Run is over: its observer gets the closing tick, if the last entry was not reported.
+    pub fn close_progress(&self) {
+        let mut st = self.state();
+        let last = st.steps.last().map(|s| s.id.clone());
+        if let Some(p) = st.progress.as_mut() {
+            p.close(last.as_deref());
+        }
     }
     /// Whether any step was recorded (the Run started).
     pub fn started(&self) -> bool {
@@ -155,6 +175,9 @@ impl RecorderState {
             || !self.charge(step.output.as_ref())
         {
             return None;
+        }
+        if let Some(p) = self.progress.as_mut() {
+            p.recorded(&step.id);
         }
         self.steps.push(step);
         Some(self.steps.len() - 1)

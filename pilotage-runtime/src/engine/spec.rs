@@ -70,6 +70,10 @@ pub struct LanguageSpec {
     pub trace_subprogram: Option<TraceSubprogram>,
     /// Promotion authority, when declared.
     pub promotion_authority: Option<PromotionAuthority>,
+    /// Whether the execute tool answers task-augmented calls (the MCP Tasks extension,
+    /// `io.modelcontextprotocol/tasks`; beyond Pilotage 1.1, declared in the manifest as the
+    /// `x-long-runs` member): `tasks` in `#[pilotage::language(...)]`.
+    pub tasks: bool,
     /// The context schema, iff the Language requires validation context.
     pub context_schema: Option<Value>,
     /// Loop tools.

@@ -72,6 +72,23 @@ pub struct LanguageEntry {
     /// Promotion authority.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub promotion_authority: Option<String>,
+    /// Beyond Pilotage 1.1, ignored by a 1.1 client (Part II §1.2): what the execute tool does
+    /// for long runs, present iff the Language declares `tasks` (see [`LongRuns`]).
+    #[serde(rename = "x-long-runs", default, skip_serializing_if = "Option::is_none")]
+    pub long_runs: Option<LongRuns>,
+}
+
+/// The `x-long-runs` member of a Language entry: the execute tool sends progress, honours
+/// cancellation and runs as a task of the named MCP extension.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LongRuns {
+    /// `notifications/progress` for a `tools/call` that carries a `progressToken`.
+    pub progress: bool,
+    /// `notifications/cancelled` (and `tasks/cancel`) stop the Run: it ends `partial`.
+    pub cancellation: bool,
+    /// The MCP extension a task-augmented `tools/call` of the execute tool follows
+    /// (`io.modelcontextprotocol/tasks`).
+    pub tasks: String,
 }
 
 /// The manifest.

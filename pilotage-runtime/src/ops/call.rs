@@ -68,6 +68,11 @@ impl EngineCall {
         }
     }
 
+    /// Whether the call's deadline has passed.
+    pub fn expired(&self) -> bool {
+        Instant::now() >= self.deadline
+    }
+
     /// Run `f` on this task with the bounds installed (inline validation): the deadline holds
     /// only cooperatively.
     pub fn run_inline<T>(&self, f: impl FnOnce() -> T) -> Result<T, CallEnd> {

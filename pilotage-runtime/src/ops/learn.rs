@@ -10,7 +10,7 @@ use crate::model::declaration::{PromotionAuthority, TraceSubprogram};
 use crate::model::errors::RequestError;
 use crate::model::guide::{GuideFetch, GuideIndex, GuideSource};
 use crate::model::manifest::{
-    LanguageEntry, LoopObject, Manifest, CATALOG_TOOL, GUIDE_TOOL, PILOTAGE_VERSION,
+    LanguageEntry, LongRuns, LoopObject, Manifest, CATALOG_TOOL, GUIDE_TOOL, PILOTAGE_VERSION,
 };
 
 /// The manifest of a server hosting `langs` with server-level `defaults`.
@@ -57,6 +57,11 @@ pub(crate) fn manifest_entry(spec: &LanguageSpec, effective: &CapabilityDeclarat
                 PromotionAuthority::Promoter => "promoter",
             }
             .to_owned()
+        }),
+        long_runs: (exec && spec.tasks).then(|| LongRuns {
+            progress: true,
+            cancellation: true,
+            tasks: rmcp::model::TASKS_EXTENSION_ID.to_owned(),
         }),
     }
 }

@@ -12,6 +12,7 @@ pub(crate) mod plain;
 pub(crate) mod promote;
 pub(crate) mod trace_fetch;
 pub(crate) mod validate;
+pub(crate) mod watch;
 
 use std::sync::Arc;
 
@@ -30,6 +31,27 @@ use crate::state::Stores;
 
 /// The arguments of one `tools/call`.
 pub(crate) type Args = Map<String, Value>;
+
+/// The arguments of a validate or execute call with the members an engine receives (the
+/// program, `input`, `context`) taken out once and shared, never copied: the engine request,
+/// the re-validation and the run all hold the same values.
+pub(crate) struct LoopArgs {
+    /// The inline program (the Language's program argument), if given.
+    pub program: Option<Arc<Value>>,
+    pub input: Option<Arc<Value>>,
+    pub context: Option<Arc<Value>>,
+    /// Every other member, as sent.
+    pub rest: Args,
+}
+
+impl LoopArgs {
+    /// Takes the shared members out of `args`; `program_argument` names the program's member.
+    pub fn take(mut args: Args, program_argument: &str) -> LoopArgs {
+        let mut take = |name: &str| args.remove(name).map(Arc::new);
+        let (program, input, context) = (take(program_argument), take("input"), take("context"));
+        LoopArgs { program, input, context, rest: args }
+    }
+}
 
 /// An operation's value or its request error.
 pub(crate) type OpResult<T> = Result<T, RequestError>;

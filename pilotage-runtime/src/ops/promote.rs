@@ -4,22 +4,22 @@
 use serde_json::{json, Value};
 
 use super::validate::run_validation;
-use super::{str_arg, Args, Ctx, Reply};
+use super::{str_arg, Ctx, LoopArgs, Reply};
 use crate::model::errors::RequestError;
 use crate::state::promotions::{Promoted, Promotion};
 
 /// Promote the program in `args` for the caller.
-pub(crate) async fn promote(ctx: Ctx<'_>, args: &Args) -> Reply {
+pub(crate) async fn promote(ctx: Ctx<'_>, args: LoopArgs) -> Reply {
     let spec = ctx.lang.spec;
     let Some(kind) = spec.sets.promoted else {
         return Reply::error(RequestError::internal("this Language has no promoted kind"));
     };
-    let program = args.get(spec.program_argument).unwrap_or(&Value::Null);
+    let program = args.program.unwrap_or_else(|| std::sync::Arc::new(Value::Null));
     let snapshot = match ctx.snapshot().await {
         Ok(s) => s,
         Err(e) => return Reply::error(e),
     };
-    let verdict = match run_validation(ctx, snapshot.clone(), program, args.get("context")).await {
+    let verdict = match run_validation(ctx, snapshot.clone(), &program, args.context.as_ref()).await {
         Ok(v) => v,
         Err(e) => return Reply::error(e),
     };
@@ -34,11 +34,11 @@ pub(crate) async fn promote(ctx: Ctx<'_>, args: &Args) -> Reply {
     };
     let promotion = Promotion {
         kind,
-        body: program,
+        body: &program,
         plan,
-        name: str_arg(args, "name").unwrap_or_default().to_owned(),
-        description: str_arg(args, "description").map(str::to_owned),
-        input_schema: args.get("input_schema").cloned(),
+        name: str_arg(&args.rest, "name").unwrap_or_default().to_owned(),
+        description: str_arg(&args.rest, "description").map(str::to_owned),
+        input_schema: args.rest.get("input_schema").cloned(),
         language: spec.name,
     };
     let promoted = match Promoted::new(promotion, &snapshot) {

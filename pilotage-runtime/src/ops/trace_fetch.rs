@@ -6,6 +6,7 @@ use super::{str_arg, Args, Ctx, OpResult};
 use crate::model::capabilities::SubFeature;
 use crate::model::declaration::{Retention, TraceLevel};
 use crate::model::errors::RequestError;
+use crate::model::outcome::Outcome;
 use crate::model::trace::{render_steps, Trace, TraceFetchResponse};
 use crate::state::runs::RunRecord;
 
@@ -27,6 +28,7 @@ pub(crate) async fn trace_fetch(ctx: Ctx<'_>, args: &Args) -> OpResult<TraceFetc
         }
         _ => ctx.session.runs.get(ctx.index).and_then(|runs| runs.get(run_id)),
     }
+    .or_else(|| running(ctx, run_id))
     .filter(|r| r.language == info.spec.name);
     let mut response = fetch(record, &ctx.session.caller.id, requested)?;
     if narrate {
@@ -37,6 +39,27 @@ pub(crate) async fn trace_fetch(ctx: Ctx<'_>, args: &Args) -> OpResult<TraceFetc
         response.narration = told.map_err(|end| super::call_failed(&ctx, "the narration", &call, end))?;
     }
     Ok(response)
+}
+
+/// A Run that a task of this caller is running in this process, as recorded so far: `partial`
+/// (it began and has not completed; effects of its steps may have occurred) with the steps
+/// recorded until now.
+fn running(ctx: Ctx<'_>, run_id: &str) -> Option<RunRecord> {
+    let task = ctx.stores.live.by_run(&ctx.session.caller.id, run_id)?;
+    let steps = task.recorder().map(|r| r.steps()).unwrap_or_default();
+    Some(RunRecord {
+        run_id: run_id.to_owned(),
+        owner: task.owner.clone(),
+        language: task.language.clone(),
+        outcome: Outcome::failure(
+            "partial",
+            format!("the run is still going (its task is working): {} steps recorded so far", steps.len()),
+        ),
+        output: None,
+        level: ctx.lang.spec.trace.unwrap_or(TraceLevel::Summary),
+        steps,
+        stats: None,
+    })
 }
 
 /// The requested level: absent means as recorded; `none` has no meaning on this door.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::call::{CallEnd, EngineCall};
-use super::{Args, Ctx, OpResult};
+use super::{Ctx, LoopArgs, OpResult};
 use crate::engine::validation::{ValidateRequest, ValidationCore};
 use crate::engine::CatalogSnapshot;
 use crate::model::capabilities::Capability;
@@ -18,9 +18,9 @@ use crate::model::plan::{Plan, ValidateResponse};
 use crate::model::risk::RiskHints;
 
 /// The validate tool.
-pub(crate) async fn validate(ctx: Ctx<'_>, args: &Args) -> OpResult<ValidateResponse> {
-    let program = args.get(ctx.lang.spec.program_argument).unwrap_or(&Value::Null);
-    run_validation(ctx, ctx.snapshot().await?, program, args.get("context")).await
+pub(crate) async fn validate(ctx: Ctx<'_>, args: LoopArgs) -> OpResult<ValidateResponse> {
+    let program = args.program.unwrap_or_else(|| Arc::new(Value::Null));
+    run_validation(ctx, ctx.snapshot().await?, &program, args.context.as_ref()).await
 }
 
 /// The text summary of a validate response.
@@ -39,15 +39,15 @@ pub(crate) fn summary(v: &ValidateResponse) -> String {
 pub(crate) async fn run_validation(
     ctx: Ctx<'_>,
     snapshot: Option<Arc<CatalogSnapshot>>,
-    program: &Value,
-    context: Option<&Value>,
+    program: &Arc<Value>,
+    context: Option<&Arc<Value>>,
 ) -> OpResult<ValidateResponse> {
     let info = ctx.lang;
     check_size(ctx, program)?;
-    let context_findings = check_context(info.context_validator.as_ref(), context);
+    let context_findings = check_context(info.context_validator.as_ref(), context.map(|c| &**c));
     let request = ValidateRequest {
-        program: Arc::new(program.clone()),
-        context: context.filter(|_| context_findings.is_empty()).map(|c| Arc::new(c.clone())),
+        program: program.clone(),
+        context: context.filter(|_| context_findings.is_empty()).cloned(),
         catalog: snapshot.clone(),
         caller: ctx.session.caller.clone(),
     };

@@ -168,8 +168,9 @@ impl ServerBuilder {
         let manifest = serde_json::to_value(&manifest).unwrap_or(Value::Null);
         let names: Vec<&str> = langs.iter().map(|l| l.spec.name).collect();
         let manifest_summary = format!("Pilotage manifest: {}", names.join(", "));
-        let info = initialize_result(self.name, &names, &manifest);
-        let stores = self.state.map(|state| Stores { state }).unwrap_or_default();
+        let tasks = langs.iter().any(|l| l.spec.tasks);
+        let info = initialize_result(self.name, &names, &manifest, tasks);
+        let stores = self.state.map(|state| Stores { state, live: Default::default() }).unwrap_or_default();
         let shared = Shared {
             langs,
             factories,
@@ -288,15 +289,25 @@ fn registry(langs: &[Hosted], problems: &mut Vec<String>) -> (Vec<ToolEntry>, Ha
     (tools, index)
 }
 
-/// The `initialize` result: tools, the Pilotage extension, the welcome text and the inline
-/// manifest in `_meta`.
-fn initialize_result(name: Option<(String, String)>, names: &[&str], manifest: &Value) -> ServerConfig {
+/// The `initialize` result: tools, the Pilotage extension (and the MCP Tasks extension when a
+/// Language declares `tasks`), the welcome text and the inline manifest in `_meta`.
+fn initialize_result(
+    name: Option<(String, String)>,
+    names: &[&str],
+    manifest: &Value,
+    tasks: bool,
+) -> ServerConfig {
     let (name, version) =
         name.unwrap_or_else(|| ("pilotage-server".to_owned(), env!("CARGO_PKG_VERSION").to_owned()));
     let mut caps = ServerCapabilities::builder().enable_tools().build();
     let mut ext = JsonObject::new();
     ext.insert("version".into(), json!(PILOTAGE_VERSION));
-    caps.extensions = Some([(EXTENSION_ID.to_owned(), ext)].into_iter().collect());
+    let mut extensions: std::collections::BTreeMap<String, JsonObject> =
+        [(EXTENSION_ID.to_owned(), ext)].into_iter().collect();
+    if tasks {
+        extensions.insert(rmcp::model::TASKS_EXTENSION_ID.to_owned(), JsonObject::new());
+    }
+    caps.extensions = Some(extensions.into_iter().collect());
     let mut meta = JsonObject::new();
     meta.insert(EXTENSION_ID.to_owned(), json!({ "manifest": manifest }));
     let mut info = InitializeResult::new(caps)

@@ -1,4 +1,5 @@
-//! The rmcp [`ServerHandler`]: it only routes. Every `tools/call` takes one path:
+//! The rmcp [`ServerHandler`]: it only routes. Every `tools/call` takes one path (in
+//! `route`), or, for an execute that runs as a task, that path in the background (`tasks`):
 //!
 //! route (fixed tool, loop tool or plain tool; unknown: `-32602`) → structural check against the
 //! tool's own advertised `inputSchema` (`-32602`) → the operation in `ops` (its
@@ -9,21 +10,20 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult,
-    ErrorCode, InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
-    ServerConfig,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, CustomRequest, CustomResult, ErrorCode,
+    GetTaskParams, GetTaskResult, InitializeRequestParams, InitializeResult, ListToolsResult, MetaObject,
+    NotificationMetaObject, PaginatedRequestParams, ProgressNotificationParam, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
-use serde_json::Value;
 use tracing::field::Empty;
 use tracing::Instrument;
 
-use super::tools::{Route, Stage};
 use super::Shared;
-use crate::engine::Caller;
-use crate::model::errors::RequestError;
-use crate::ops::{self, Args, Ctx, OpResult, Reply};
+use crate::engine::{Caller, Tick};
+use crate::model::manifest::EXTENSION_ID;
+use crate::ops::watch::{TickOut, Watch};
+use crate::ops::Reply;
 use crate::state::session::Session;
 
 /// The rmcp [`ServerHandler`] of one MCP session (or one stateless request).
@@ -95,79 +95,30 @@ fn unverified() -> McpError {
     )
 }
 
-/// Serve one `tools/call`. `Err` is the carrier channel.
-async fn call(shared: &Shared, session: &Arc<Session>, name: &str, args: Args) -> Result<Reply, McpError> {
-    let Some(entry) = shared.tool(name) else {
-        return Err(McpError::invalid_params(format!("Unknown tool: {name}"), None));
-    };
-    let as_value = Value::Object(args);
-    if let Some(fault) = entry.input.iter_errors(&as_value).next() {
-        return Err(McpError::invalid_params(
-            format!("Invalid arguments for tool {name}: {fault} (at '{}')", fault.instance_path()),
-            None,
-        ));
-    }
-    let Value::Object(args) = as_value else {
-        return Err(McpError::invalid_params("arguments must be an object", None));
-    };
-    let ctx = |index: usize| {
-        tracing::Span::current().record("language", shared.langs[index].spec.name);
-        Ctx { lang: &shared.langs[index], index, session, stores: &shared.stores, slots: &shared.slots }
-    };
-    let reply = match &entry.route {
-        Route::Manifest => Reply::value(&*shared.manifest, shared.manifest_summary.clone()),
-        Route::Guide => ops::learn::guide(&shared.langs, &args),
-        Route::Catalog => match ops::by_name(&shared.langs, &args) {
-            Ok((l, _)) => ops::lookup::lookup(ctx(l), &args).await,
-            Err(e) => Reply::error(e),
-        },
-        Route::Loop(stage, langs) => match (select(shared, langs, &args), stage) {
-            (Err(e), _) => Reply::error(e),
-            (Ok(l), Stage::Validate) => {
-                Reply::of(ops::validate::validate(ctx(l), &args).await, ops::validate::summary)
-            }
-            (Ok(l), Stage::Execute) => {
-                Reply::of(ops::execute::execute(ctx(l), &args).await, ops::execute::summary)
-            }
-        },
-        Route::Trace(l) => Reply::of(ops::trace_fetch::trace_fetch(ctx(*l), &args).await, |v| {
-            format!("run {}: {}", v.run_id, v.outcome.status())
-        }),
-        Route::Promote(l) => ops::promote::promote(ctx(*l), &args).await,
-        Route::Plain(l) => ops::plain::plain(ctx(*l), name, &args).await.map_err(|why| {
-            McpError::invalid_params(format!("Invalid arguments for tool {name}: {why}"), None)
-        })?,
-    };
-    if cfg!(debug_assertions) && !matches!(entry.route, Route::Plain(_) | Route::Promote(_)) {
-        if let Some(fault) = entry.output.iter_errors(&reply.structured).next() {
-            tracing::error!(tool = name, %fault, "result does not match the advertised outputSchema");
-            return Ok(Reply::error(RequestError::internal(format!(
-                "result of {name} does not match its outputSchema: {fault}"
-            ))));
-        }
-    }
-    Ok(reply)
-}
-
-/// The Language a loop tool call is for: the tool's only Language, or, on a shared tool, the
-/// one whose program argument is present (exactly one must be).
-fn select(shared: &Shared, langs: &[usize], args: &Args) -> OpResult<usize> {
-    if let [only] = langs {
-        return Ok(*only);
-    }
-    let argument = |l: &usize| shared.langs[*l].spec.program_argument;
-    let present: Vec<usize> = langs.iter().copied().filter(|l| args.contains_key(argument(l))).collect();
-    match present.as_slice() {
-        [one] => Ok(*one),
-        _ => {
-            let choices: Vec<String> =
-                langs.iter().map(|l| format!("`{}` ({})", argument(l), shared.langs[*l].spec.name)).collect();
-            Err(RequestError::invalid(format!(
-                "this tool serves several Languages: supply exactly one program argument of {}",
-                choices.join(", ")
-            )))
-        }
-    }
+/// The request's watchers: its cancellation (`notifications/cancelled` cancels the request's
+/// token) and, when the request carries a `progressToken`, progress notifications to it, each
+/// naming the Run in `_meta` (so a client that cancels, and gets no answer, can fetch it).
+fn watch_of(context: &RequestContext<RoleServer>) -> Watch {
+    let progress = context.meta.get_progress_token().map(|token| {
+        let peer = context.peer.clone();
+        let out: TickOut = Arc::new(move |run_id: &str, tick: Tick| {
+            let (peer, token) = (peer.clone(), token.clone());
+            let mut meta = rmcp::model::JsonObject::new();
+            meta.insert(EXTENSION_ID.to_owned(), serde_json::json!({"run_id": run_id}));
+            let meta = NotificationMetaObject(MetaObject(meta));
+            Box::pin(async move {
+                let mut param = ProgressNotificationParam::new(token, tick.done as f64);
+                param.total = tick.total.map(|t| t as f64);
+                param.message = Some(tick.step);
+                param.meta = Some(meta);
+                if let Err(e) = peer.notify_progress(param).await {
+                    tracing::debug!(error = %e, "a progress notification was not delivered");
+                }
+            })
+        });
+        out
+    });
+    Watch { cancel: Some(context.ct.clone()), progress, ..Watch::default() }
 }
 
 /// Our one event per `tools/call` (target `pilotage`, level info; inside the call's span, which
@@ -193,16 +144,6 @@ fn log_call(reply: &Result<Reply, McpError>, took: Duration) {
     };
     let run_id = v["run_id"].as_str();
     tracing::info!(target: "pilotage", run_id, duration_ms, outcome, "tools/call answered");
-}
-
-/// The MCP envelope of a reply: its summary as the text content (never the structured value
-/// stringified only to be replaced, as `CallToolResult::structured` would).
-fn envelope(reply: Reply) -> CallToolResult {
-    let content = vec![ContentBlock::text(reply.text)];
-    let mut r =
-        if reply.is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
-    r.structured_content = Some(reply.structured);
-    r
 }
 
 impl ServerHandler for PilotageHandler {
@@ -240,12 +181,40 @@ impl ServerHandler for PilotageHandler {
     ) -> Result<CallToolResponse, McpError> {
         let session = self.session(&context)?;
         let args = request.arguments.unwrap_or_default();
+        if super::tasks::wanted(&self.shared, &request.name, &args, &context) {
+            let name = request.name.to_string();
+            return Ok(match super::tasks::start(self.shared.clone(), session, name, args).await? {
+                Ok(task) => CallToolResponse::Task(task),
+                Err(refused) => refused.into(),
+            });
+        }
         let span =
             tracing::info_span!(target: "pilotage", "tools/call", tool = %request.name, language = Empty);
         let started = Instant::now();
-        let reply = call(&self.shared, &session, &request.name, args).instrument(span.clone()).await;
+        let watch = watch_of(&context);
+        let reply = super::route::call(&self.shared, &session, &request.name, args, &watch)
+            .instrument(span.clone())
+            .await;
         span.in_scope(|| log_call(&reply, started.elapsed()));
-        Ok(envelope(reply?).into())
+        Ok(super::route::envelope(reply?).into())
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        let session = self.session(&context)?;
+        super::tasks::get(&self.shared, &session.caller.id, &request.task_id).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let session = self.session(&context)?;
+        super::tasks::cancel(&self.shared, &session.caller.id, &request.task_id).await
     }
 
     async fn on_custom_request(

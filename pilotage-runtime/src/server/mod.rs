@@ -18,7 +18,9 @@
 mod builder;
 mod handler;
 pub(crate) mod identity;
+mod route;
 mod schemas;
+mod tasks;
 mod tools;
 
 use std::collections::HashMap;

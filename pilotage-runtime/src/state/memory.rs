@@ -10,11 +10,17 @@ use serde_json::Value;
 
 use super::runs::{MemoryRunStore, RunRecord};
 use super::shared::{Claimed, KeyRef, SharedState, StoreResult, Stored, HISTORY_DEPTH};
+use super::tasks::{now_ms, TaskRecord};
 use crate::engine::catalog::CatalogSnapshot;
 
 /// Most idempotency keys one [`MemoryState`] holds; past it the oldest recorded key is
 /// forgotten first (a later duplicate of it would run again, which only this bound allows).
 pub const MAX_MEMORY_KEYS: usize = 65_536;
+
+/// Most task records one [`MemoryState`] holds; past it expired ones go first, then the oldest
+/// ended ones (a running task's record is never dropped: those are bounded per caller by
+/// [`Limits::max_live_tasks`](crate::engine::Limits::max_live_tasks)).
+pub const MAX_MEMORY_TASKS: usize = 65_536;
 
 enum Slot {
     Pending { fingerprint: String, token: String, until: Instant },
@@ -40,6 +46,7 @@ pub struct MemoryState {
     keys: Mutex<HashMap<(String, String, String), Slot>>,
     promotions: Mutex<HashMap<Scope, Promotions>>,
     catalogs: Mutex<HashMap<Scope, VecDeque<Arc<CatalogSnapshot>>>>,
+    tasks: Mutex<HashMap<String, TaskRecord>>,
 }
 
 impl MemoryState {
@@ -50,6 +57,7 @@ impl MemoryState {
             keys: Mutex::default(),
             promotions: Mutex::default(),
             catalogs: Mutex::default(),
+            tasks: Mutex::default(),
         }
     }
 
@@ -78,6 +86,26 @@ fn later(d: Duration) -> Instant {
 
 fn scope(owner: &str, language: &str) -> Scope {
     (owner.to_owned(), language.to_owned())
+}
+
+/// Make room for one more task record: forget expired ones, then the oldest ended ones.
+fn make_task_room(tasks: &mut HashMap<String, TaskRecord>) {
+    if tasks.len() < MAX_MEMORY_TASKS {
+        return;
+    }
+    let now = now_ms();
+    tasks.retain(|_, t| t.expires_at_ms() > now);
+    while tasks.len() >= MAX_MEMORY_TASKS {
+        let oldest = tasks
+            .values()
+            .filter(|t| t.state != super::tasks::TaskState::Working)
+            .min_by_key(|t| t.expires_at_ms())
+            .map(|t| t.task_id.clone());
+        match oldest {
+            Some(k) => tasks.remove(&k),
+            None => break,
+        };
+    }
 }
 
 /// Make room for one more key: forget expired ones, then the oldest recorded ones.
@@ -221,11 +249,32 @@ impl SharedState for MemoryState {
         Ok(all.get(&scope(owner, language)).and_then(|r| r.iter().find(|s| s.version() == version).cloned()))
     }
 
+    async fn put_task(&self, record: &TaskRecord) -> StoreResult<()> {
+        let mut tasks = lock(&self.tasks);
+        if !tasks.contains_key(&record.task_id) {
+            make_task_room(&mut tasks);
+        }
+        tasks.insert(record.task_id.clone(), record.clone());
+        Ok(())
+    }
+
+    async fn get_task(&self, owner: &str, task_id: &str) -> StoreResult<Option<TaskRecord>> {
+        let now = now_ms();
+        let tasks = lock(&self.tasks);
+        Ok(tasks.get(task_id).filter(|t| t.owner == owner && t.expires_at_ms() > now).cloned())
+    }
+
     async fn purge_expired(&self) -> StoreResult<u64> {
+        let gone_tasks = {
+            let mut tasks = lock(&self.tasks);
+            let (before, now) = (tasks.len(), now_ms());
+            tasks.retain(|_, t| t.expires_at_ms() > now);
+            before - tasks.len()
+        };
         let mut slots = lock(&self.keys);
         let before = slots.len();
         let now = Instant::now();
         slots.retain(|_, s| s.until() > now);
-        Ok((before - slots.len()) as u64)
+        Ok((before - slots.len() + gone_tasks) as u64)
     }
 }

@@ -17,6 +17,7 @@ pub mod shared;
 pub mod sqlite;
 #[doc(hidden)]
 pub mod suite;
+pub mod tasks;
 
 pub use self::memory::MemoryState;
 #[cfg(feature = "postgres")]
@@ -24,6 +25,7 @@ pub use self::postgres::PostgresState;
 pub use self::runs::{MemoryRunStore, RunRecord};
 pub use self::shared::{Claimed, KeyRef, SharedState, StoreError, StoreResult, Stored, HISTORY_DEPTH};
 pub use self::sqlite::SqliteState;
+pub use self::tasks::{TaskRecord, TaskState};
 
 use std::sync::Arc;
 
@@ -31,10 +33,12 @@ use std::sync::Arc;
 pub(crate) struct Stores {
     /// Duration-retention runs, and the scope of every caller whose identity outlives a session.
     pub state: Arc<dyn SharedState>,
+    /// The tasks running in this process.
+    pub live: tasks::LiveTasks,
 }
 
 impl Default for Stores {
     fn default() -> Self {
-        Stores { state: Arc::new(MemoryState::default()) }
+        Stores { state: Arc::new(MemoryState::default()), live: tasks::LiveTasks::default() }
     }
 }

@@ -16,6 +16,7 @@ use tokio_postgres::NoTls;
 
 use super::runs::RunRecord;
 use super::shared::{Claimed, KeyRef, SharedState, StoreError, StoreResult, Stored, HISTORY_DEPTH};
+use super::tasks::TaskRecord;
 use crate::engine::catalog::CatalogSnapshot;
 use crate::model::catalog::CatalogEntry;
 
@@ -54,7 +55,8 @@ pub const PURGE_EVERY: usize = 256;
 const MIGRATION_LOCK: i64 = 0x7069_6c6f_7461_6765; // "pilotage"
 
 /// The schema, one step per version.
-pub(crate) const MIGRATIONS: [&str; 1] = ["
+pub(crate) const MIGRATIONS: [&str; 2] = [
+    "
     CREATE TABLE pilotage_runs (
         run_id TEXT PRIMARY KEY, owner TEXT NOT NULL, record TEXT NOT NULL,
         expires_at TIMESTAMPTZ NOT NULL);
@@ -71,7 +73,14 @@ pub(crate) const MIGRATIONS: [&str; 1] = ["
         PRIMARY KEY (owner, language, version));
     CREATE INDEX pilotage_runs_expiry ON pilotage_runs (expires_at);
     CREATE INDEX pilotage_keys_expiry ON pilotage_keys (expires_at);
-"];
+",
+    "
+    CREATE TABLE pilotage_tasks (
+        task_id TEXT PRIMARY KEY, owner TEXT NOT NULL, record TEXT NOT NULL,
+        expires_at TIMESTAMPTZ NOT NULL);
+    CREATE INDEX pilotage_tasks_expiry ON pilotage_tasks (expires_at);
+",
+];
 
 fn err(e: impl std::error::Error) -> StoreError {
     // tokio-postgres says only "db error" in its Display; the cause carries the message.
@@ -261,6 +270,41 @@ impl SharedState for PostgresState {
         row.map(|r| serde_json::from_str(r.get::<_, &str>(0)).map_err(err)).transpose()
     }
 
+    async fn put_task(&self, record: &TaskRecord) -> StoreResult<()> {
+        self.count_write().await;
+        let text = serde_json::to_string(record).map_err(err)?;
+        let expires = i64::try_from(record.expires_at_ms()).unwrap_or(i64::MAX);
+        self.client()
+            .await?
+            .execute(
+                "INSERT INTO pilotage_tasks (task_id, owner, record, expires_at)
+                 VALUES ($1, $2, $3, to_timestamp($4::BIGINT / 1000.0))
+                 ON CONFLICT (task_id) DO UPDATE SET owner = EXCLUDED.owner, record = EXCLUDED.record,
+                   expires_at = EXCLUDED.expires_at",
+                &[&record.task_id, &record.owner, &text, &expires],
+            )
+            .await
+            .map(drop)
+            .map_err(err)
+    }
+
+    async fn get_task(&self, owner: &str, task_id: &str) -> StoreResult<Option<TaskRecord>> {
+        let row = self
+            .client()
+            .await?
+            .query_opt(
+                "SELECT record FROM pilotage_tasks WHERE task_id = $1 AND owner = $2 AND expires_at > clock_timestamp()",
+                &[&task_id, &owner],
+            )
+            .await
+            .map_err(err)?;
+        row.map(|r| serde_json::from_str(r.get::<_, &str>(0)).map_err(err)).transpose()
+    }
+
+    fn shared_by_replicas(&self) -> bool {
+        true
+    }
+
     async fn claim_key(&self, key: KeyRef<'_>, fingerprint: &str, lease: Duration) -> StoreResult<Claimed> {
         self.count_write().await;
         for _ in 0..8 {
@@ -414,6 +458,7 @@ impl SharedState for PostgresState {
             "DELETE FROM pilotage_runs WHERE expires_at <= clock_timestamp()",
             "DELETE FROM pilotage_keys WHERE expires_at <= clock_timestamp()",
             "DELETE FROM pilotage_catalogs WHERE served_at <= clock_timestamp() - INTERVAL '1 day'",
+            "DELETE FROM pilotage_tasks WHERE expires_at <= clock_timestamp()",
         ] {
             gone += client.execute(sql, &[]).await.map_err(err)?;
         }

@@ -10,6 +10,7 @@
 //!   the key's window; a claimant that never settles (a crashed replica) loses its claim when
 //!   its lease passes;
 //! - **promoted programs**, immutable, per owner and Language, at most a given number;
+//! - **task records** (the MCP Tasks extension, beyond Pilotage 1.1), each kept for its TTL;
 //! - **catalog snapshots** served to an owner (the most recent [`HISTORY_DEPTH`]
 //!   per owner and Language), so `changed_since` can diff against one served by any replica.
 //!
@@ -21,6 +22,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::runs::RunRecord;
+use super::tasks::TaskRecord;
 use crate::engine::catalog::CatalogSnapshot;
 
 /// How many served snapshots a store keeps per owner and Language for `changed_since`.
@@ -145,6 +147,21 @@ pub trait SharedState: Send + Sync + 'static {
         language: &str,
         version: &str,
     ) -> StoreResult<Option<Arc<CatalogSnapshot>>>;
+
+    /// Store task `record` (inserted, or replacing the record of the same `task_id`), kept
+    /// until [`TaskRecord::expires_at_ms`]. Durable (for a durable store) when this returns.
+    async fn put_task(&self, record: &TaskRecord) -> StoreResult<()>;
+
+    /// The task `task_id` if `owner` started it and it has not expired; a foreign, expired or
+    /// unknown task is `None`, indistinguishably.
+    async fn get_task(&self, owner: &str, task_id: &str) -> StoreResult<Option<TaskRecord>>;
+
+    /// Whether several processes share this store, so a working task another process
+    /// started may still be running there (`false`: one that is not running here never
+    /// will).
+    fn shared_by_replicas(&self) -> bool {
+        false
+    }
 
     /// Delete what has expired (runs past retention, keys past their window, leases long
     /// gone); returns how many rows or items went. Backends also do it on their own now and

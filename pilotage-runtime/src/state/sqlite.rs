@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use super::runs::RunRecord;
 use super::shared::{Claimed, KeyRef, SharedState, StoreError, StoreResult, Stored, HISTORY_DEPTH};
+use super::tasks::TaskRecord;
 use crate::engine::catalog::CatalogSnapshot;
 use crate::model::catalog::CatalogEntry;
 
@@ -45,7 +46,7 @@ pub const PURGE_EVERY: usize = 256;
 pub const CATALOG_KEEP: Duration = Duration::from_secs(24 * 3600);
 
 /// The schema, one step per version; a file records the last step applied.
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     "CREATE TABLE IF NOT EXISTS pilotage_runs (
         run_id TEXT PRIMARY KEY, record TEXT NOT NULL, expires_at_ms INTEGER NOT NULL);
      CREATE TABLE IF NOT EXISTS pilotage_replays (
@@ -63,6 +64,9 @@ const MIGRATIONS: [&str; 2] = [
         owner TEXT NOT NULL, language TEXT NOT NULL, version TEXT NOT NULL,
         entries TEXT NOT NULL, served_at_ms INTEGER NOT NULL, seq INTEGER NOT NULL,
         PRIMARY KEY (owner, language, version));",
+    "CREATE TABLE pilotage_tasks (
+        task_id TEXT PRIMARY KEY, owner TEXT NOT NULL, record TEXT NOT NULL,
+        expires_at_ms INTEGER NOT NULL);",
 ];
 
 fn now_ms() -> i64 {
@@ -149,7 +153,8 @@ fn purge(conn: &Connection) -> rusqlite::Result<usize> {
     let keys = conn.execute("DELETE FROM pilotage_keys WHERE expires_at_ms <= ?1", params![now])?;
     let old = now.saturating_sub(i64::try_from(CATALOG_KEEP.as_millis()).unwrap_or(i64::MAX));
     let catalogs = conn.execute("DELETE FROM pilotage_catalogs WHERE served_at_ms <= ?1", params![old])?;
-    Ok(runs + keys + catalogs)
+    let tasks = conn.execute("DELETE FROM pilotage_tasks WHERE expires_at_ms <= ?1", params![now])?;
+    Ok(runs + keys + catalogs + tasks)
 }
 
 /// Claim a key inside one immediate transaction (see [`SharedState::claim_key`]).
@@ -224,6 +229,35 @@ impl SharedState for SqliteState {
             .await?;
         let record: Option<RunRecord> = text.map(|t| serde_json::from_str(&t)).transpose().map_err(err)?;
         Ok(record.filter(|r| r.owner == owner))
+    }
+
+    async fn put_task(&self, record: &TaskRecord) -> StoreResult<()> {
+        let text = serde_json::to_string(record).map_err(err)?;
+        let (task_id, owner) = (record.task_id.clone(), record.owner.clone());
+        let expires = i64::try_from(record.expires_at_ms()).unwrap_or(i64::MAX);
+        self.call(true, move |c| {
+            c.execute(
+                "INSERT OR REPLACE INTO pilotage_tasks (task_id, owner, record, expires_at_ms) VALUES (?1, ?2, ?3, ?4)",
+                params![task_id, owner, text, expires],
+            )
+            .map(drop)
+        })
+        .await
+    }
+
+    async fn get_task(&self, owner: &str, task_id: &str) -> StoreResult<Option<TaskRecord>> {
+        let (owner, task_id) = (owner.to_owned(), task_id.to_owned());
+        let text: Option<String> = self
+            .call(false, move |c| {
+                c.query_row(
+                    "SELECT record FROM pilotage_tasks WHERE task_id = ?1 AND owner = ?2 AND expires_at_ms > ?3",
+                    params![task_id, owner, now_ms()],
+                    |row| row.get(0),
+                )
+                .optional()
+            })
+            .await?;
+        text.map(|t| serde_json::from_str(&t)).transpose().map_err(err)
     }
 
     async fn claim_key(&self, key: KeyRef<'_>, fingerprint: &str, lease: Duration) -> StoreResult<Claimed> {

@@ -10,6 +10,7 @@ use serde_json::json;
 use super::idempotency::{claim, Claim};
 use super::runs::RunRecord;
 use super::shared::{Claimed, KeyRef, SharedState, Stored, HISTORY_DEPTH};
+use super::tasks::{now_ms, rfc3339, TaskRecord, TaskState};
 use crate::engine::catalog::CatalogSnapshot;
 use crate::model::catalog::CatalogEntry;
 use crate::model::declaration::TraceLevel;
@@ -27,6 +28,7 @@ pub async fn state_suite(store: Arc<dyn SharedState>) {
     concurrent_duplicates_run_once(&store, &me).await;
     promotions_are_immutable_scoped_and_capped(&*store, &me).await;
     catalogs_are_remembered_per_owner_to_a_depth(&*store, &me).await;
+    tasks_are_scoped_replaced_and_expire(&*store, &me).await;
 }
 
 fn record(run_id: &str, owner: &str) -> RunRecord {
@@ -51,6 +53,43 @@ async fn runs_are_scoped_by_owner_and_expire(store: &dyn SharedState, me: &str) 
     assert_eq!(store.get_run(me, &format!("run_{me}_never")).await.unwrap(), None, "unknown: none");
     store.put_run(&record(&b, me), Duration::ZERO).await.unwrap();
     assert_eq!(store.get_run(me, &b).await.unwrap(), None, "past retention: none");
+}
+
+fn task(task_id: &str, owner: &str, ttl_ms: u64) -> TaskRecord {
+    let now = rfc3339(now_ms());
+    TaskRecord {
+        task_id: task_id.to_owned(),
+        owner: owner.to_owned(),
+        language: "suite/v1".into(),
+        run_id: format!("run_of_{task_id}"),
+        state: TaskState::Working,
+        steps_done: 0,
+        result: None,
+        error: None,
+        created_at: now.clone(),
+        updated_at: now,
+        ttl_ms,
+        instance: "suite".into(),
+    }
+}
+
+async fn tasks_are_scoped_replaced_and_expire(store: &dyn SharedState, me: &str) {
+    let (a, b) = (format!("task_{me}_a"), format!("task_{me}_b"));
+    let working = task(&a, me, 3_600_000);
+    store.put_task(&working).await.unwrap();
+    assert_eq!(store.get_task(me, &a).await.unwrap(), Some(working.clone()), "a stored task is its owner's");
+    assert_eq!(store.get_task(&format!("{me}-other"), &a).await.unwrap(), None, "foreign: none");
+    assert_eq!(store.get_task(me, &format!("task_{me}_never")).await.unwrap(), None, "unknown: none");
+    let done = TaskRecord {
+        state: TaskState::Completed,
+        steps_done: 3,
+        result: Some(json!({"content": [], "structuredContent": {"run_id": "r"}})),
+        ..working
+    };
+    store.put_task(&done).await.unwrap();
+    assert_eq!(store.get_task(me, &a).await.unwrap(), Some(done), "a put replaces the record");
+    store.put_task(&task(&b, me, 0)).await.unwrap();
+    assert_eq!(store.get_task(me, &b).await.unwrap(), None, "past its ttl: none");
 }
 
 fn key<'a>(me: &'a str, k: &'a str) -> KeyRef<'a> {

@@ -63,6 +63,35 @@ pub(crate) fn judge(text: &[u8], result_type: bool) -> Judged {
     }
 }
 
+/// What the HTTP edge reads of a frame before rmcp parses it: the request id and whether it is
+/// an `initialize` request. Read without building the frame's tree (every other member is
+/// skipped), so an ordinary frame is parsed into a message only once, by rmcp.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Probe {
+    /// The request id (`null` for a notification or a response).
+    pub(crate) id: Value,
+    /// Whether the frame is an `initialize` request.
+    pub(crate) initialize: bool,
+}
+
+/// The [`Probe`] of `text`, or `None` when it is not a JSON object with a well-typed `id` and
+/// `method` within the parse depth: such a frame goes to [`judge`] instead.
+pub(crate) fn probe(text: &[u8]) -> Option<Probe> {
+    #[derive(Deserialize)]
+    struct Shape<'a> {
+        id: Option<NumberOrString>,
+        #[serde(borrow)]
+        method: Option<std::borrow::Cow<'a, str>>,
+    }
+    if nesting_depth(text) > MAX_PARSE_DEPTH {
+        return None;
+    }
+    let shape: Shape<'_> = serde_json::from_slice(text).ok()?;
+    let initialize = shape.id.is_some() && shape.method.as_deref() == Some("initialize");
+    let id = shape.id.and_then(|id| serde_json::to_value(id).ok()).unwrap_or(Value::Null);
+    Some(Probe { id, initialize })
+}
+
 /// The answer to JSON that rmcp could not read as a client message (`why`).
 fn refuse(value: &Value, why: &serde_json::Error) -> Judged {
     if is_notification(value) {
@@ -352,6 +381,31 @@ fn scalar_end(text: &[u8], start: usize) -> Result<usize, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn probe_reads_the_id_and_initialize_of_ordinary_frames_only() {
+        let probe = |text: &str| probe(text.as_bytes());
+        let init = r#"{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"deep":[[[1]]]}}"#;
+        assert_eq!(probe(init), Some(Probe { id: json!(7), initialize: true }));
+        let call = r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{}}"#;
+        assert_eq!(probe(call), Some(Probe { id: json!("a"), initialize: false }));
+        let note = r#"{"jsonrpc":"2.0","method":"initialize"}"#;
+        assert_eq!(probe(note), Some(Probe { id: Value::Null, initialize: false }));
+        // Judged in full instead: not JSON, not an object, an id of the wrong type, a method
+        // that is not a string, a duplicate member, too deep to parse.
+        for text in [
+            "{",
+            "[1]",
+            r#"{"id":{"a":1},"method":"ping"}"#,
+            r#"{"id":1,"method":5}"#,
+            r#"{"id":1,"id":2,"method":"ping"}"#,
+        ] {
+            assert_eq!(probe(text), None, "{text}");
+        }
+        let deep =
+            format!("{{\"id\":1,\"method\":\"ping\",\"params\":{}{}}}", "[".repeat(130), "]".repeat(130));
+        assert_eq!(probe(&deep), None);
+    }
 
     #[test]
     fn depth_ignores_brackets_in_strings() {

@@ -274,7 +274,8 @@ struct Adapter {
 }
 
 /// The interop adapter described in the module docs, plus the body read timeout and the
-/// session-limit reply.
+/// session-limit reply. rmcp parses an ordinary frame; this adapter only probes it
+/// ([`frame::probe`]) and judges in full only a frame that rmcp could not read.
 async fn adapt_post(State(adapter): State<Adapter>, request: Request, next: Next) -> Response {
     if request.method() != Method::POST {
         return next.run(request).await;
@@ -284,32 +285,51 @@ async fn adapt_post(State(adapter): State<Adapter>, request: Request, next: Next
         Ok(bytes) => bytes,
         Err(response) => return response,
     };
-    let (id, opens_session) = match frame::judge(&bytes, at_least_2026_07_28(&parts.headers)) {
-        Judged::Message(message) => (request_id(&message), opens_session(&message, &parts.headers)),
-        Judged::Reply(reply) => return judged_reply(&reply),
-        // A notification rmcp cannot read: accepted, and never answered (JSON-RPC 2.0 §4.1).
-        Judged::Silent => return StatusCode::ACCEPTED.into_response(),
+    let result_type = at_least_2026_07_28(&parts.headers);
+    // An ordinary frame is only probed here (id, initialize) and parsed once, by rmcp; any
+    // other frame is judged in full at once.
+    let probe = match frame::probe(&bytes) {
+        Some(probe) => probe,
+        None => match judged_here(frame::judge(&bytes, result_type)) {
+            Ok(message) => frame::Probe { id: request_id(&message), initialize: is_initialize(&message) },
+            Err(response) => return response,
+        },
     };
+    let opens_session = probe.initialize && !parts.headers.contains_key(SESSION_HEADER);
     let json_body = has_essence(&parts.headers, JSON_MIME);
     let plain_json = !accepts_event_stream(&parts.headers);
     if plain_json {
         let both = HeaderValue::from_static("application/json, text/event-stream");
         parts.headers.insert(header::ACCEPT, both);
     }
-    let response = next.run(Request::from_parts(parts, Body::from(bytes))).await;
+    let response = next.run(Request::from_parts(parts, Body::from(bytes.clone()))).await;
     if json_body && response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
-        // JSON that is not a JSON-RPC message: rmcp answers 415 with text; the carrier
-        // channel for it is -32600 Invalid Request.
-        let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32600, "message": "Invalid Request: not a JSON-RPC 2.0 message"}});
-        return json_response(StatusCode::BAD_REQUEST, &error);
+        // JSON rmcp could not read as a client message: judged in full now, as the stdio
+        // pump judges it (the id echoed, a notification accepted and never answered).
+        return judged_here(frame::judge(&bytes, result_type)).err().unwrap_or_else(|| {
+            let message = "Invalid Request: not a JSON-RPC 2.0 message";
+            let error =
+                json!({"jsonrpc": "2.0", "id": probe.id, "error": {"code": -32600, "message": message}});
+            json_response(StatusCode::BAD_REQUEST, &error)
+        });
     }
     if opens_session && response.status() == StatusCode::INTERNAL_SERVER_ERROR {
-        return session_limit_reply(response, id).await;
+        return session_limit_reply(response, probe.id).await;
     }
     if plain_json && has_essence(response.headers(), SSE_MIME) {
         first_sse_response(response).await
     } else {
         response
+    }
+}
+
+/// A frame judged in full: the message for rmcp, or the response given here instead.
+fn judged_here(judged: Judged) -> Result<Box<ClientJsonRpcMessage>, Response> {
+    match judged {
+        Judged::Message(message) => Ok(message),
+        Judged::Reply(reply) => Err(judged_reply(&reply)),
+        // A notification rmcp cannot read: accepted, and never answered (JSON-RPC 2.0 §4.1).
+        Judged::Silent => Err(StatusCode::ACCEPTED.into_response()),
     }
 }
 
@@ -329,10 +349,9 @@ fn request_id(message: &ClientJsonRpcMessage) -> Value {
     }
 }
 
-/// Whether `message` is an `initialize` outside a session, which opens one.
-fn opens_session(message: &ClientJsonRpcMessage, headers: &HeaderMap) -> bool {
-    let initialize = matches!(message, JsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::InitializeRequest(_)));
-    initialize && !headers.contains_key(SESSION_HEADER)
+/// Whether `message` is an `initialize` request.
+fn is_initialize(message: &ClientJsonRpcMessage) -> bool {
+    matches!(message, JsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::InitializeRequest(_)))
 }
 
 /// The response for a frame answered without rmcp: HTTP 400 for an error, 200 for a result
@@ -486,12 +505,31 @@ impl SseEvents {
 }
 
 /// Whether `data` is a JSON-RPC response or error (not a request/notification).
+/// Read with a probe that skips every value, so the response is not built into a tree.
 fn is_jsonrpc_response(data: &str) -> bool {
-    serde_json::from_str::<Value>(data).is_ok_and(|message| {
-        message.get("method").is_none()
-            && message.get("id").is_some()
-            && (message.get("result").is_some() || message.get("error").is_some())
-    })
+    #[derive(serde::Deserialize)]
+    struct Shape {
+        #[serde(default)]
+        method: Present,
+        #[serde(default)]
+        id: Present,
+        #[serde(default)]
+        result: Present,
+        #[serde(default)]
+        error: Present,
+    }
+    serde_json::from_str::<Shape>(data)
+        .is_ok_and(|message| !message.method.0 && message.id.0 && (message.result.0 || message.error.0))
+}
+
+/// Whether a member is there, whatever its value (`null` included), read without keeping it.
+#[derive(Default)]
+struct Present(bool);
+
+impl<'de> serde::Deserialize<'de> for Present {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(deserializer).map(|_| Present(true))
+    }
 }
 
 fn json_response(status: StatusCode, body: &Value) -> Response {

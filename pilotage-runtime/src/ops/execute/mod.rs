@@ -5,6 +5,8 @@
 mod run;
 mod well_formed;
 
+pub(crate) use run::new_run_id;
+
 use serde_json::{json, Value};
 
 use crate::model::capabilities::SubFeature;
@@ -12,30 +14,32 @@ use crate::model::declaration::Retention;
 use crate::model::digest;
 use crate::model::errors::{ErrorKind, RequestError};
 use crate::model::execution::ExecuteResponse;
-use crate::ops::{Args, Ctx, OpResult};
+use crate::ops::watch::Watch;
+use crate::ops::{Ctx, LoopArgs, OpResult};
 use crate::state::idempotency::{self, Claim};
 
 /// Refusals are not recorded under an idempotency key: nothing ran, so a retry may run.
 const REFUSALS: [&str; 3] = ["validation_error", "catalog_drift", "promotion_drift"];
 
-/// The execute tool.
-pub(crate) async fn execute(ctx: Ctx<'_>, args: &Args) -> OpResult<ExecuteResponse> {
+/// The execute tool, watched by `watch` (the client's cancellation and progress, where asked).
+pub(crate) async fn execute(ctx: Ctx<'_>, args: LoopArgs, watch: &Watch) -> OpResult<ExecuteResponse> {
+    let args = &args;
     let checked = well_formed::well_formed(ctx, args).await?;
     // Keys protect against repeated effects; a test run has none, so it neither claims nor
     // replays a key.
-    let key = match args.get("idempotency_key") {
+    let key = match args.rest.get("idempotency_key") {
         Some(Value::String(k))
             if ctx.lang.effective.declares_sub(SubFeature::Idempotency) && !checked.test_run =>
         {
             k
         }
-        _ => return run::run_checked(ctx, args, checked).await,
+        _ => return run::run_checked(ctx, args, checked, watch).await,
     };
     // The runnable, its input, and the mode it runs in (an installation is not an evaluation).
     let fingerprint = digest::canonical(&json!({
-        "program": args.get(ctx.lang.spec.program_argument),
-        "program_ref": args.get("program_ref"),
-        "input": args.get("input"),
+        "program": args.program,
+        "program_ref": args.rest.get("program_ref"),
+        "input": args.input,
         "mode": checked.mode.as_str(),
     }));
     let limits = &ctx.lang.limits;
@@ -49,7 +53,7 @@ pub(crate) async fn execute(ctx: Ctx<'_>, args: &Args) -> OpResult<ExecuteRespon
             .map_err(|e| RequestError::internal(format!("unreadable idempotency record: {e}"))),
         Claim::Conflict => Err(conflict()),
         Claim::Fresh(guard) => {
-            let response = run::run_checked(ctx, args, checked).await?;
+            let response = run::run_checked(ctx, args, checked, watch).await?;
             if !REFUSALS.contains(&response.outcome.status()) {
                 // Under duration retention the window is the retention: a replay outlives the
                 // process exactly as long as the Run it replays.

@@ -16,33 +16,35 @@ use crate::model::outcome::Outcome;
 use crate::model::trace::{render_steps, render_steps_owned, Trace, TraceStep};
 use crate::ops::call::{CallEnd, EngineCall};
 use crate::ops::validate::{check_context, run_validation};
-use crate::ops::{str_arg, Args, Ctx, OpResult};
+use crate::ops::watch::Watch;
+use crate::ops::{str_arg, Ctx, LoopArgs, OpResult};
 use crate::state::promotions;
 use crate::state::runs::RunRecord;
 
 /// Run a well-formed request: a refusal (not started) or a started Run's response.
 pub(crate) async fn run_checked(
     ctx: Ctx<'_>,
-    args: &Args,
+    args: &LoopArgs,
     checked: WellFormed<'_>,
+    watch: &Watch,
 ) -> OpResult<ExecuteResponse> {
-    let run_id = new_run_id();
+    let run_id = watch.run_id.clone().unwrap_or_else(new_run_id);
     let promoted = ctx.promotions().await?;
     let snapshot = ctx.snapshot_given(&promoted).await?;
-    if let (Some(expected), Some(snap)) = (str_arg(args, "expected_catalog_version"), &snapshot) {
+    if let (Some(expected), Some(snap)) = (str_arg(&args.rest, "expected_catalog_version"), &snapshot) {
         if expected != snap.version() {
             return Ok(refused(run_id, Outcome::failure("catalog_drift", "catalog version mismatch"), None));
         }
     }
-    let program = match admit(ctx, args, &checked.runnable, snapshot.clone()).await? {
-        Ok(program) => program,
+    let (program, planned) = match admit(ctx, args, &checked.runnable, snapshot.clone()).await? {
+        Ok(admitted) => admitted,
         Err((outcome, diagnostics)) => return Ok(refused(run_id, outcome, diagnostics)),
     };
     let request = ExecuteRequest {
         run_id: run_id.clone(),
         program,
-        input: args.get("input").map(|v| Arc::new(v.clone())),
-        context: args.get("context").map(|v| Arc::new(v.clone())),
+        input: args.input.clone(),
+        context: args.context.clone(),
         promoted: Arc::new(promotions::bodies(&promoted, snapshot.as_deref())),
         catalog: snapshot,
         caller: ctx.session.caller.clone(),
@@ -52,7 +54,13 @@ pub(crate) async fn run_checked(
     let limits = &ctx.lang.limits;
     let call = EngineCall::new(limits, limits.execute_time, ctx.slots);
     let recorder = Recorder::bounded(limits.max_steps, &call.bounds);
-    let ended = call_engine(ctx, &call, request, recorder.clone()).await?;
+    if let Some(started) = &watch.started {
+        started(&run_id, &recorder);
+    }
+    let ticks = watch.observe(&recorder, planned, limits.max_steps);
+    let ended =
+        watch.around(&run_id, &recorder, ticks, call_engine(ctx, &call, request, recorder.clone())).await?;
+    let ended = if watch.cancelled() && !matches!(ended, Ended::Panicked) { Ended::Cancelled } else { ended };
     let findings = recorder.input_findings();
     if !findings.is_empty() && !recorder.started() {
         return Ok(refused(
@@ -62,38 +70,47 @@ pub(crate) async fn run_checked(
         ));
     }
     let (outcome, output) = classify(ctx, ended, &recorder, !findings.is_empty())?;
-    // The steps are taken out of the recorder: one copy for the inline trace, the record
-    // keeps the originals.
+    // The steps are taken out of the recorder. A Run that is not kept gives them to its inline
+    // trace; a kept one's record keeps them and the inline trace gets a copy.
     let steps = recorder.take_steps();
-    let trace = checked.effective_level.map(|level| inline_trace(&run_id, &steps, level));
-    // The record (copies of the outcome and output) is built only when it is kept.
-    let record = || RunRecord {
-        run_id: run_id.clone(),
-        owner: ctx.session.caller.id.to_string(),
-        language: ctx.lang.spec.name.to_owned(),
-        outcome: outcome.clone(),
-        output: output.clone(),
-        level: checked.ceiling,
-        steps: render_steps_owned(steps, checked.ceiling),
-        stats: None,
+    let keep = keeps(ctx, &checked);
+    let (trace, kept) = match checked.effective_level {
+        Some(level) if keep => (Some(inline_trace(&run_id, render_steps(&steps, level), level)), Some(steps)),
+        Some(level) => (Some(inline_trace(&run_id, render_steps_owned(steps, level), level)), None),
+        None => (None, keep.then_some(steps)),
     };
-    retain(ctx, &checked, record).await;
+    if let Some(steps) = kept {
+        let record = RunRecord {
+            run_id: run_id.clone(),
+            owner: ctx.session.caller.id.to_string(),
+            language: ctx.lang.spec.name.to_owned(),
+            outcome: outcome.clone(),
+            output: output.clone(),
+            level: checked.ceiling,
+            steps: render_steps_owned(steps, checked.ceiling),
+            stats: None,
+        };
+        store(ctx, &checked, record).await;
+    }
     Ok(ExecuteResponse { run_id, outcome, output, diagnostics: None, trace })
 }
 
 /// A refusal: why the program may not run, with its diagnostics where there are some.
 type Refusal = (Outcome, Option<Vec<Diagnostic>>);
 
+/// An admitted program, with its plan's step count where validation gave one.
+type Admitted = (Arc<Value>, Option<usize>);
+
 /// Steps 3 and 4: the program to run, or the refusal. An inline program is re-validated
 /// exactly as validate does; a promoted one is checked against its baseline and its input and
 /// context bound.
 async fn admit(
     ctx: Ctx<'_>,
-    args: &Args,
+    args: &LoopArgs,
     runnable: &Runnable<'_>,
     snapshot: Option<Arc<CatalogSnapshot>>,
-) -> OpResult<Result<Arc<Value>, Refusal>> {
-    let context = args.get("context");
+) -> OpResult<Result<Admitted, Refusal>> {
+    let context = args.context.as_ref();
     match runnable {
         Runnable::Inline(program) => {
             let verdict = run_validation(ctx, snapshot, program, context).await?;
@@ -101,7 +118,8 @@ async fn admit(
                 let outcome = Outcome::failure("validation_error", "the program failed validation");
                 return Ok(Err((outcome, Some(verdict.diagnostics))));
             }
-            Ok(Ok(Arc::new((*program).clone())))
+            let planned = verdict.plan.as_ref().map(|p| p.steps.len());
+            Ok(Ok((Arc::clone(program), planned)))
         }
         Runnable::Promoted(p) => {
             let drifted = snapshot.as_deref().map(|s| p.drift(s)).unwrap_or_default();
@@ -112,13 +130,13 @@ async fn admit(
                 );
                 return Ok(Err((Outcome::failure("promotion_drift", why), None)));
             }
-            let mut findings = check_context(ctx.lang.context_validator.as_ref(), context);
-            findings.extend(p.bind_input(args.get("input")));
+            let mut findings = check_context(ctx.lang.context_validator.as_ref(), context.map(|c| &**c));
+            findings.extend(p.bind_input(args.input.as_deref()));
             if !findings.is_empty() {
                 let outcome = Outcome::failure("validation_error", "the input or context failed binding");
                 return Ok(Err((outcome, Some(findings))));
             }
-            Ok(Ok(p.body.clone()))
+            Ok(Ok((p.body.clone(), None)))
         }
     }
 }
@@ -131,6 +149,9 @@ enum Ended {
     Panicked,
     /// The engine's own finish.
     Finished(FinishCore),
+    /// The client cancelled the request (or its task): the Run's signal was fired and the
+    /// engine stopped at its next check.
+    Cancelled,
 }
 
 /// The engine's execute method on a blocking thread (never on the async workers), so the time
@@ -160,6 +181,9 @@ async fn call_engine(
         }
         Err(end @ CallEnd::Busy) => Err(crate::ops::call_failed(&ctx, "the run", call, end)),
         Ok(Err(_aborted)) => Ok(Ended::TimedOut),
+        // An engine that stopped short at its deadline (its Run turned inert) stopped because of
+        // it, whichever of it and the timer was first.
+        Ok(Ok(finish)) if !finish.outcome.ok() && call.expired() => Ok(Ended::TimedOut),
         Ok(Ok(finish)) => Ok(Ended::Finished(finish)),
     }
 }
@@ -178,6 +202,15 @@ fn classify(
             Outcome::failure(
                 "partial",
                 format!("execution exceeded its time bound of {:?}", limits.execute_time),
+            ),
+            None,
+        ),
+        // Cancellation is the client's, not a fault: `partial` (Part II §6.5.6: a started Run
+        // that does not complete), since effects of the steps done may have occurred.
+        Ended::Cancelled => (
+            Outcome::failure(
+                "partial",
+                format!("the client cancelled the run after {} recorded steps", recorder.recorded()),
             ),
             None,
         ),
@@ -226,18 +259,18 @@ fn classify(
     })
 }
 
-/// Keep the record where the Language's retention says (or where `store` asks); `record` is
-/// called only then.
-async fn retain(ctx: Ctx<'_>, checked: &WellFormed<'_>, record: impl FnOnce() -> RunRecord) {
+/// Whether this Run is kept: as the Language's retention says, or as the request's `store` asks.
+fn keeps(ctx: Ctx<'_>, checked: &WellFormed<'_>) -> bool {
     let retention = &checked.retention;
-    let keep = match checked.store_flag {
+    match checked.store_flag {
         Some(flag) => flag,
         None => *retention != Retention::None && !(*retention == Retention::Session && ctx.session.stateless),
-    };
-    if !keep {
-        return;
     }
-    let record = record();
+}
+
+/// Keeps `record` where the Language's retention keeps Runs.
+async fn store(ctx: Ctx<'_>, checked: &WellFormed<'_>, record: RunRecord) {
+    let retention = &checked.retention;
     let run_id = record.run_id.clone();
     let stored = match retention {
         Retention::Duration { length, .. } => {
@@ -253,11 +286,12 @@ async fn retain(ctx: Ctx<'_>, checked: &WellFormed<'_>, record: impl FnOnce() ->
     }
 }
 
-fn inline_trace(run_id: &str, steps: &[TraceStep], level: TraceLevel) -> Trace {
-    Trace { run_id: run_id.to_owned(), level: level.into(), steps: render_steps(steps, level), stats: None }
+fn inline_trace(run_id: &str, steps: Vec<TraceStep>, level: TraceLevel) -> Trace {
+    Trace { run_id: run_id.to_owned(), level: level.into(), steps, stats: None }
 }
 
-fn new_run_id() -> String {
+/// A fresh Run id.
+pub(crate) fn new_run_id() -> String {
     let id = uuid::Uuid::new_v4().simple().to_string();
     format!("run_{}", &id[..16])
 }

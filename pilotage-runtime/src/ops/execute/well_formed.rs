@@ -8,12 +8,12 @@ use serde_json::Value;
 use crate::model::capabilities::{Capability, SubFeature};
 use crate::model::declaration::{ExecutionMode, Retention, TraceLevel};
 use crate::model::errors::{ErrorKind, RequestError};
-use crate::ops::{str_arg, Args, Ctx, OpResult};
+use crate::ops::{str_arg, Args, Ctx, LoopArgs, OpResult};
 use crate::state::promotions::Promoted;
 
 /// The runnable of an execute request.
 pub(crate) enum Runnable<'a> {
-    Inline(&'a Value),
+    Inline(&'a Arc<Value>),
     Promoted(Arc<Promoted>),
 }
 
@@ -31,9 +31,9 @@ pub(crate) struct WellFormed<'a> {
 }
 
 /// Check every member of an execute request against the Language's declaration.
-pub(crate) async fn well_formed<'a>(ctx: Ctx<'_>, args: &'a Args) -> OpResult<WellFormed<'a>> {
-    let spec = ctx.lang.spec;
-    let runnable = runnable(ctx, args).await?;
+pub(crate) async fn well_formed<'a>(ctx: Ctx<'_>, loop_args: &'a LoopArgs) -> OpResult<WellFormed<'a>> {
+    let (spec, args) = (ctx.lang.spec, &loop_args.rest);
+    let runnable = runnable(ctx, loop_args).await?;
     let ceiling = spec.trace.unwrap_or(TraceLevel::Summary);
     let effective_level = requested_level(args)?.map(|r| r.min(ceiling));
     test_run_declared(ctx, args)?;
@@ -48,9 +48,9 @@ pub(crate) async fn well_formed<'a>(ctx: Ctx<'_>, args: &'a Args) -> OpResult<We
 
 /// Exactly one of the inline program and `program_ref`; a reference must name one of the
 /// caller's promoted programs.
-async fn runnable<'a>(ctx: Ctx<'_>, args: &'a Args) -> OpResult<Runnable<'a>> {
+async fn runnable<'a>(ctx: Ctx<'_>, args: &'a LoopArgs) -> OpResult<Runnable<'a>> {
     let spec = ctx.lang.spec;
-    match (args.get(spec.program_argument), args.get("program_ref")) {
+    match (&args.program, args.rest.get("program_ref")) {
         (Some(_), Some(_)) => Err(RequestError::invalid(format!(
             "supply exactly one of `{}` and `program_ref`, not both",
             spec.program_argument
