@@ -27,6 +27,18 @@ impl Errors {
         }
     }
 
+    /// Add every error of `other`.
+    pub fn extend(&mut self, other: Errors) {
+        if let Some(error) = other.0 {
+            self.push(error);
+        }
+    }
+
+    /// How many errors were recorded.
+    pub fn len(&self) -> usize {
+        self.0.iter().flatten().count()
+    }
+
     /// Add an error spanning `tokens`.
     pub fn spanned(&mut self, tokens: impl ToTokens, message: impl Display) {
         self.push(syn::Error::new_spanned(tokens, message));

@@ -3,9 +3,10 @@
 //! `Codes`, `RiskLevels`, `Statuses` and `EntryKinds`.
 //!
 //! Each macro parses its input, checks it, then expands it (modules `language::{parse, check,
-//! expand}`, `derives`, `guides`, `duration`). Every error is collected and reported in one
-//! compile, spanned at the offending tokens; on error the user's item is still emitted so IDEs
-//! keep working. Generated code reaches the runtime only through `::pilotage::__private`.
+//! expand}`, `derives`, `guides`, `duration`; `meta` reads the attribute grammars with darling).
+//! Every error is collected and reported in one compile, spanned at the offending tokens; on
+//! error the user's item is still emitted so IDEs keep working. Generated code reaches the
+//! runtime only through `::pilotage::__private`.
 
 use proc_macro::TokenStream;
 use proc_macro2::Span;
@@ -17,6 +18,7 @@ mod duration;
 mod errors;
 mod guides;
 mod language;
+mod meta;
 
 /// Declares a Pilotage Language on an engine's inherent impl block and implements
 /// `pilotage::Engine` for the type. See the `pilotage` crate documentation for the syntax.

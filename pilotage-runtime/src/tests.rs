@@ -2,9 +2,10 @@
 //! derivations, context checks, correspondence, truncation, the SQLite store), each with an
 //! accepted and a rejected case and exact values.
 
+use crate::engine::search::contains_text;
 use crate::engine::{CatalogSnapshot, ValidateRequest, Validation};
 use crate::model::capabilities::{Capability, CapabilityDeclaration, SubFeature};
-use crate::model::catalog::CatalogEntry;
+use crate::model::catalog::{CatalogEntry, ChangeKind};
 use crate::model::closed_sets::{EntryKind, KindMember, RiskLevel, RiskMember};
 use crate::model::correspondence;
 use crate::model::diagnostic::Severity;
@@ -191,6 +192,150 @@ fn changed_since_diffs_known_baselines_and_refuses_unknown_ones() {
     assert_eq!(err.error.kind, ErrorKind::UnknownBaseline);
     let err = changed_since(Some(&old), &new, "cv_other").unwrap_err();
     assert_eq!(err.error.kind, ErrorKind::UnknownBaseline);
+}
+
+/// What `changed_since` answered before it walked digests: both snapshots' defined fields
+/// compared by id. The reference the digest walk must agree with.
+fn changes_by_comparison(old: &CatalogSnapshot, new: &CatalogSnapshot) -> Vec<(String, ChangeKind)> {
+    use std::collections::BTreeMap;
+    let form = |s: &CatalogSnapshot| -> BTreeMap<String, serde_json::Value> {
+        s.entries().iter().map(|e| (e.id.clone(), e.versioned_form())).collect()
+    };
+    let (before, after) = (form(old), form(new));
+    let mut changes: Vec<(String, ChangeKind)> = after
+        .iter()
+        .filter_map(|(id, f)| match before.get(id) {
+            None => Some((id.clone(), ChangeKind::Added)),
+            Some(old) if old != f => Some((id.clone(), ChangeKind::Modified)),
+            Some(_) => None,
+        })
+        .chain(
+            before.keys().filter(|id| !after.contains_key(*id)).map(|id| (id.clone(), ChangeKind::Removed)),
+        )
+        .collect();
+    changes.sort_by(|a, b| a.0.cmp(&b.0));
+    changes
+}
+
+fn walked(old: &CatalogSnapshot, new: &CatalogSnapshot) -> Vec<(String, ChangeKind)> {
+    old.changes_to(new).into_iter().map(|(id, c)| (id.to_owned(), c)).collect()
+}
+
+#[test]
+fn changes_walk_digests_and_agree_with_a_full_comparison() {
+    let base = CatalogSnapshot::new(entries(300));
+    // The same token: nothing, whatever the entries (a revision alone does not count).
+    let revised = CatalogSnapshot::new(entries(300).into_iter().map(|e| e.revision("r2")).collect());
+    assert_eq!(base.version(), revised.version());
+    assert!(base.changes_to(&revised).is_empty());
+    assert!(base.changes_to(&base).is_empty());
+    // Changes at both ends, in the middle, next to each other, of every kind.
+    let mut next = entries(300);
+    next.retain(|e| !["e00", "e01", "e150", "e299"].contains(&e.id.as_str()));
+    for e in next.iter_mut().filter(|e| ["e02", "e151", "e152", "e298"].contains(&e.id.as_str())) {
+        *e = e.clone().description("changed");
+    }
+    next.extend(["a", "e150a", "e40x", "zz"].map(|id| CatalogEntry::new(id, Kind::Data, "New", Risk::Wipe)));
+    let next = CatalogSnapshot::new(next);
+    let got = walked(&base, &next);
+    assert_eq!(got.len(), 12);
+    assert_eq!(got, changes_by_comparison(&base, &next));
+    assert_eq!(got[0], ("a".to_owned(), ChangeKind::Added));
+    assert_eq!(got[1], ("e00".to_owned(), ChangeKind::Removed));
+    assert_eq!(got[3], ("e02".to_owned(), ChangeKind::Modified));
+    // Everything against nothing, both ways.
+    let empty = CatalogSnapshot::new(Vec::new());
+    assert_eq!(walked(&base, &empty), changes_by_comparison(&base, &empty));
+    assert_eq!(walked(&empty, &base).len(), 300);
+    assert!(walked(&empty, &base).iter().all(|(_, c)| *c == ChangeKind::Added));
+}
+
+/// Entries whose searchable text varies: ids, names, descriptions and tags.
+fn searchable(n: usize) -> Vec<CatalogEntry> {
+    (0..n)
+        .map(|i| {
+            let e =
+                CatalogEntry::new(format!("cap_{i:04}"), Kind::Cap, format!("Reader {}", i % 7), Risk::Safe);
+            let e =
+                if i % 3 == 0 { e.description(format!("Reads the Île n°{} ledger", i % 11)) } else { e };
+            if i % 5 == 0 {
+                e.tag("Finance").tag(format!("t{}", i % 4))
+            } else {
+                e
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn q_from_the_index_finds_exactly_what_a_scan_finds() {
+    let snap = CatalogSnapshot::new(searchable(400));
+    let scan = |q: &str, from: usize| -> Vec<String> {
+        let lowered = q.to_lowercase();
+        snap.entries()[from..].iter().filter(|e| contains_text(e, &lowered)).map(|e| e.id.clone()).collect()
+    };
+    let found = |q: &str, from: usize| -> Vec<String> {
+        snap.matching(Some(q), from).map(|e| e.id.clone()).collect()
+    };
+    for q in [
+        "cap_0123",
+        "CAP_01",
+        "reader 3",
+        "READER",
+        "île",
+        "ÎLE N°1",
+        "n°10",
+        "finance",
+        "t3",
+        "ledger",
+        "nothing here",
+        "zzz",
+        "r",
+        "3",
+        "°",
+        "cap_0399",
+        "s the",
+        "reader 3reads",
+    ] {
+        for from in [0, 1, 200, 399, 400] {
+            assert_eq!(found(q, from), scan(q, from), "q = {q:?} from {from}");
+        }
+    }
+    assert!(found("nothing here", 0).is_empty());
+    assert_eq!(found("cap_0123", 0), vec!["cap_0123"]);
+    // A q across two fields (name then description) matches neither.
+    assert!(found("reader 3reads", 0).is_empty());
+    assert_eq!(snap.matching(None, 398).count(), 2);
+    assert_eq!(snap.matching(Some("x"), 401).count(), 0, "past the end: nothing");
+}
+
+#[test]
+fn list_pages_q_results_with_the_cursor() {
+    let snap = CatalogSnapshot::new(searchable(400));
+    let mut seen = vec![];
+    let mut cursor: Option<String> = None;
+    loop {
+        let page = catalog::list(
+            &snap,
+            &ListQuery {
+                q: Some("finance"),
+                tag: Some("t0"),
+                cursor: cursor.as_deref(),
+                limit: Some(7),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        seen.extend(page.items.iter().map(|e| e.id.clone()));
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    let expected: Vec<String> = (0..400).filter(|i| i % 20 == 0).map(|i| format!("cap_{i:04}")).collect();
+    assert_eq!(seen, expected);
+    let none = catalog::list(&snap, &ListQuery { q: Some("no such text"), ..Default::default() }).unwrap();
+    assert!(none.items.is_empty() && none.next_cursor.is_none());
 }
 
 fn request() -> ValidateRequest {

@@ -143,6 +143,60 @@ async fn combined_manifest_defaults_overrides_and_routing() {
         .call_ok("pilotage_catalog", json!({"language": "workflow/v1", "verb": "changed_since", "catalog_version": wf_list["catalog_version"]}))
         .await;
     assert_eq!(wf_since["changes"], json!([]));
+    // `q` (workflow/v1 declares catalog.search) finds what a case-blind substring filter of the
+    // whole list finds: from the snapshot's index for three bytes or more, by a scan below that.
+    let all = conn.call_ok("pilotage_catalog", json!({"language": "workflow/v1", "verb": "list"})).await;
+    for q in ["cap_list_users", "USERS", "Returns the", "ds_", "us", "e", "no such entry", "zzz"] {
+        let found = conn
+            .call_ok("pilotage_catalog", json!({"language": "workflow/v1", "verb": "list", "q": q}))
+            .await;
+        let lowered = q.to_lowercase();
+        let expected: Vec<String> = all["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| {
+                let text = |k: &str| e[k].as_str().is_some_and(|t| t.to_lowercase().contains(&lowered));
+                text("id")
+                    || text("name")
+                    || text("description")
+                    || e["tags"].as_array().is_some_and(|t| {
+                        t.iter().any(|t| t.as_str().unwrap().to_lowercase().contains(&lowered))
+                    })
+            })
+            .map(|e| e["id"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(entries(&found), expected, "q = {q}");
+        assert_eq!(found["catalog_version"], all["catalog_version"]);
+    }
+    let one = conn
+        .call_ok(
+            "pilotage_catalog",
+            json!({"language": "workflow/v1", "verb": "list", "q": "cap_list_users"}),
+        )
+        .await;
+    assert_eq!(entries(&one), ["cap_list_users"]);
+    // changed_since reports exactly what changed, by id, and nothing from the new token.
+    let before = entries(&all);
+    let (first, last) = (before[0].clone(), before[before.len() - 1].clone());
+    conn.call_ok("catalog_add_entry", json!({"id": "cap_aaa_added"})).await;
+    conn.call_ok("catalog_update_entry", json!({"id": last, "description": "Changed."})).await;
+    conn.call_ok("catalog_remove_entry", json!({"id": first})).await;
+    let since = conn
+        .call_ok("pilotage_catalog", json!({"language": "workflow/v1", "verb": "changed_since", "catalog_version": all["catalog_version"]}))
+        .await;
+    let mut expected = vec![
+        json!({"id": "cap_aaa_added", "change": "added"}),
+        json!({"id": first, "change": "removed"}),
+        json!({"id": last, "change": "modified"}),
+    ];
+    expected.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
+    assert_eq!(since["changes"], json!(expected));
+    assert_ne!(since["catalog_version"], all["catalog_version"]);
+    let again = conn
+        .call_ok("pilotage_catalog", json!({"language": "workflow/v1", "verb": "changed_since", "catalog_version": since["catalog_version"]}))
+        .await;
+    assert_eq!(again["changes"], json!([]));
     let sql_since = conn
         .call("pilotage_catalog", json!({"language": "sql/sqlite-3", "verb": "changed_since", "catalog_version": sql_list["catalog_version"]}))
         .await;

@@ -2,47 +2,91 @@
 //! attributes inside its impl: keys, value shapes, unknown and duplicate keys. Meaning is
 //! checked in [`super::check`].
 
+use darling::FromMeta;
 use proc_macro2::{Span, TokenStream};
 use quote::ToTokens;
-use syn::parse::Parser;
 use syn::punctuated::Punctuated;
 use syn::{Attribute, Expr, ExprLit, Ident, ImplItem, ItemImpl, Lit, LitBool, LitStr, Meta, Token};
 
 use crate::errors::{closest, unknown, Errors};
+pub use crate::meta::Entry;
+use crate::meta::{once, Read, Rest, Value};
 
-/// Every key of `#[pilotage::language(...)]`.
-pub const KEYS: [&str; 21] = [
-    "name",
-    "title",
-    "program",
-    "locator",
-    "capabilities",
-    "execution",
-    "trace",
-    "retention",
-    "trace_subprogram",
-    "promotion_authority",
-    "context_schema",
-    "context",
-    "trace_tool",
-    "guides",
-    "codes",
-    "risk",
-    "statuses",
-    "kinds",
-    "catalog",
-    "narrate",
-    "tasks",
-];
+/// The grammar of `#[pilotage::language(...)]`, declared once (each key with its value type and
+/// an example): darling's struct of written keys ([`Written`]), [`KEYS`] and `example` for
+/// messages, and [`Args`] with each key at most once.
+macro_rules! grammar {
+    ($($key:ident: $ty:ty = $example:literal,)*) => {
+        /// The keys as written, each as often as it was written.
+        #[derive(FromMeta)]
+        struct Written {
+            $(#[darling(multiple)] $key: Vec<Value<$ty>>,)*
+            /// Keys that are not in the grammar.
+            #[darling(flatten)]
+            rest: Rest,
+        }
 
-/// A key and its value, with the whole `key = value` for spans.
-pub struct Entry<T> {
-    /// The key.
-    pub key: Ident,
-    /// The value.
-    pub value: T,
-    /// The whole item.
-    pub meta: Meta,
+        /// Every key of `#[pilotage::language(...)]`.
+        pub const KEYS: &[&str] = &[$(stringify!($key)),*];
+
+        /// The attribute's arguments, each key at most once.
+        #[derive(Default)]
+        pub struct Args {
+            $(pub $key: Option<Entry<$ty>>,)*
+            /// Keys that were written (even with a bad value) or that a misspelled key was
+            /// taken for: no "missing key" error for them.
+            pub mentioned: Vec<&'static str>,
+        }
+
+        /// The key written with an example value, for messages.
+        fn example(key: &Ident) -> &'static str {
+            match key.to_string().as_str() {
+                $(stringify!($key) => $example,)*
+                _ => "",
+            }
+        }
+
+        impl Written {
+            /// Each key's first well-formed value, reporting the others; then the unknown keys.
+            fn settle(self, errors: &mut Errors) -> Args {
+                let mut mentioned = Vec::new();
+                $(
+                    if !self.$key.is_empty() {
+                        mentioned.push(stringify!($key));
+                    }
+                    let $key = once(self.$key, errors);
+                )*
+                for meta in self.rest.0 {
+                    mentioned.extend(unknown_key(&meta, errors));
+                }
+                Args { $($key,)* mentioned }
+            }
+        }
+    };
+}
+
+grammar! {
+    name: LitStr = "name = \"family/v1\"",
+    title: LitStr = "title = \"Human-readable title\"",
+    program: LitStr = "program = \"workflow\"",
+    locator: LitStr = "locator = \"json-pointer\"",
+    capabilities: Vec<CapItem> = "capabilities(guides, validate)",
+    execution: LitStr = "execution = \"immediate\"",
+    trace: LitStr = "trace = \"full\"",
+    retention: LitStr = "retention = \"session\"",
+    trace_subprogram: LitStr = "trace_subprogram = \"opaque\"",
+    promotion_authority: LitStr = "promotion_authority = \"caller\"",
+    context_schema: LitStr = "context_schema = \"schemas/context.json\"",
+    context: syn::Path = "context = MyContext",
+    trace_tool: LitStr = "trace_tool = \"trace_family\"",
+    guides: LitStr = "guides = \"guides\"",
+    codes: syn::Path = "codes = MyCodes",
+    risk: syn::Path = "risk = MyRisk",
+    statuses: syn::Path = "statuses = MyStatuses",
+    kinds: syn::Path = "kinds = MyKinds",
+    catalog: Ident = "catalog = catalog_snapshot",
+    narrate: Ident = "narrate = narrate_run",
+    tasks: () = "tasks",
 }
 
 /// One capability inside `capabilities(...)`, with its sub-features.
@@ -53,132 +97,23 @@ pub struct CapItem {
     pub subs: Vec<Ident>,
 }
 
-/// The attribute's arguments, each key at most once.
-#[derive(Default)]
-pub struct Args {
-    pub name: Option<Entry<LitStr>>,
-    pub title: Option<Entry<LitStr>>,
-    pub program: Option<Entry<LitStr>>,
-    pub locator: Option<Entry<LitStr>>,
-    pub capabilities: Option<Entry<Vec<CapItem>>>,
-    pub execution: Option<Entry<LitStr>>,
-    pub trace: Option<Entry<LitStr>>,
-    pub retention: Option<Entry<LitStr>>,
-    pub trace_subprogram: Option<Entry<LitStr>>,
-    pub promotion_authority: Option<Entry<LitStr>>,
-    pub context_schema: Option<Entry<LitStr>>,
-    pub context: Option<Entry<syn::Path>>,
-    pub trace_tool: Option<Entry<LitStr>>,
-    pub guides: Option<Entry<LitStr>>,
-    pub codes: Option<Entry<syn::Path>>,
-    pub risk: Option<Entry<syn::Path>>,
-    pub statuses: Option<Entry<syn::Path>>,
-    pub kinds: Option<Entry<syn::Path>>,
-    pub catalog: Option<Entry<Ident>>,
-    pub narrate: Option<Entry<Ident>>,
-    /// `tasks`: the execute tool answers task-augmented calls (MCP Tasks, beyond Pilotage 1.1).
-    pub tasks: Option<Entry<()>>,
-    /// Keys that were written (even with a bad value) or that a misspelled key was taken
-    /// for: no "missing key" error for them.
-    pub mentioned: Vec<&'static str>,
-}
-
-/// Example values used in messages.
-fn example(key: &str) -> &'static str {
-    match key {
-        "name" => "name = \"family/v1\"",
-        "title" => "title = \"Human-readable title\"",
-        "program" => "program = \"workflow\"",
-        "locator" => "locator = \"json-pointer\"",
-        "execution" => "execution = \"immediate\"",
-        "trace" => "trace = \"full\"",
-        "retention" => "retention = \"session\"",
-        "trace_subprogram" => "trace_subprogram = \"opaque\"",
-        "promotion_authority" => "promotion_authority = \"caller\"",
-        "context_schema" => "context_schema = \"schemas/context.json\"",
-        "context" => "context = MyContext",
-        "trace_tool" => "trace_tool = \"trace_family\"",
-        "guides" => "guides = \"guides\"",
-        "codes" => "codes = MyCodes",
-        "risk" => "risk = MyRisk",
-        "statuses" => "statuses = MyStatuses",
-        "kinds" => "kinds = MyKinds",
-        "catalog" => "catalog = catalog_snapshot",
-        "narrate" => "narrate = narrate_run",
-        "tasks" => "tasks",
-        _ => "capabilities(guides, validate)",
-    }
-}
-
 /// Parse the attribute's arguments.
 pub fn parse_args(tokens: TokenStream, errors: &mut Errors) -> Args {
-    let mut args = Args::default();
-    let Some(items) = errors.handle(Punctuated::<Meta, Token![,]>::parse_terminated.parse2(tokens)) else {
+    match crate::meta::read::<Written>(tokens, errors) {
+        Some(written) => written.settle(errors),
         // A syntax error was reported: do not add "missing key" errors on top of it.
-        args.mentioned.extend(KEYS);
-        return args;
-    };
-    for meta in items {
-        let Some(key) = meta.path().get_ident().cloned() else {
-            errors.spanned(
-                meta.path(),
-                unknown("key", &meta.path().to_token_stream().to_string().replace(' ', ""), &KEYS),
-            );
-            continue;
-        };
-        let k = key.to_string();
-        args.mentioned.extend(KEYS.iter().find(|x| **x == k));
-        macro_rules! slot {
-            ($field:ident, $parse:expr) => {{
-                if args.$field.is_some() {
-                    errors.spanned(&key, format!("duplicate key `{k}`: give it once"));
-                } else if let Some(value) = $parse(&meta, &k, &mut *errors) {
-                    args.$field = Some(Entry { key: key.clone(), value, meta: meta.clone() });
-                }
-            }};
-        }
-        match k.as_str() {
-            "name" => slot!(name, string),
-            "title" => slot!(title, string),
-            "program" => slot!(program, string),
-            "locator" => slot!(locator, string),
-            "execution" => slot!(execution, string),
-            "trace" => slot!(trace, string),
-            "retention" => slot!(retention, string),
-            "trace_subprogram" => slot!(trace_subprogram, string),
-            "promotion_authority" => slot!(promotion_authority, string),
-            "context_schema" => slot!(context_schema, string),
-            "context" => slot!(context, type_path),
-            "trace_tool" => slot!(trace_tool, string),
-            "guides" => slot!(guides, string),
-            "codes" => slot!(codes, type_path),
-            "risk" => slot!(risk, type_path),
-            "statuses" => slot!(statuses, type_path),
-            "kinds" => slot!(kinds, type_path),
-            "catalog" => slot!(catalog, method),
-            "narrate" => slot!(narrate, method),
-            "capabilities" => slot!(capabilities, capabilities),
-            "tasks" => slot!(tasks, flag),
-            _ => {
-                args.mentioned.extend(closest(&k, &KEYS));
-                errors.spanned(&key, unknown("key", &k, &KEYS));
-            }
-        }
-    }
-    args
-}
-
-fn flag(meta: &Meta, key: &str, errors: &mut Errors) -> Option<()> {
-    match meta {
-        Meta::Path(_) => Some(()),
-        _ => {
-            errors.spanned(meta, format!("`{key}` is a bare flag: write `{}`", example(key)));
-            None
-        }
+        None => Args { mentioned: KEYS.to_vec(), ..Args::default() },
     }
 }
 
-fn value<'m>(meta: &'m Meta, key: &str, what: &str, errors: &mut Errors) -> Option<&'m Expr> {
+/// Report a key that is not in the grammar; the key it was likely meant as, if any.
+fn unknown_key(meta: &Meta, errors: &mut Errors) -> Option<&'static str> {
+    let path = meta.path().to_token_stream().to_string().replace(' ', "");
+    errors.spanned(meta.path(), unknown("key", &path, KEYS));
+    meta.path().get_ident().and(closest(&path, KEYS))
+}
+
+fn value<'m>(meta: &'m Meta, key: &Ident, what: &str, errors: &mut Errors) -> Option<&'m Expr> {
     match meta {
         Meta::NameValue(nv) => Some(&nv.value),
         _ => {
@@ -188,88 +123,110 @@ fn value<'m>(meta: &'m Meta, key: &str, what: &str, errors: &mut Errors) -> Opti
     }
 }
 
-fn string(meta: &Meta, key: &str, errors: &mut Errors) -> Option<LitStr> {
-    match value(meta, key, "a string", errors)? {
-        Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => Some(s.clone()),
-        other => {
-            errors.spanned(other, format!("`{key}` takes a string literal: write `{}`", example(key)));
-            None
+/// A bare flag (`tasks`: the execute tool answers task-augmented calls, MCP Tasks, beyond
+/// Pilotage 1.1).
+impl Read for () {
+    fn read(meta: &Meta, key: &Ident, errors: &mut Errors) -> Option<Self> {
+        match meta {
+            Meta::Path(_) => Some(()),
+            _ => {
+                errors.spanned(meta, format!("`{key}` is a bare flag: write `{}`", example(key)));
+                None
+            }
         }
     }
 }
 
-fn type_path(meta: &Meta, key: &str, errors: &mut Errors) -> Option<syn::Path> {
-    match value(meta, key, "a type", errors)? {
-        Expr::Path(p) if p.qself.is_none() => Some(p.path.clone()),
-        other => {
-            errors.spanned(
-                other,
-                format!("`{key}` takes the name of an enum type (not a string): write `{}`", example(key)),
-            );
-            None
+impl Read for LitStr {
+    fn read(meta: &Meta, key: &Ident, errors: &mut Errors) -> Option<Self> {
+        match value(meta, key, "a string", errors)? {
+            Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => Some(s.clone()),
+            other => {
+                errors.spanned(other, format!("`{key}` takes a string literal: write `{}`", example(key)));
+                None
+            }
         }
     }
 }
 
-fn method(meta: &Meta, key: &str, errors: &mut Errors) -> Option<Ident> {
-    match value(meta, key, "a method name", errors)? {
-        Expr::Path(p) if p.qself.is_none() && p.path.get_ident().is_some() => p.path.get_ident().cloned(),
-        other => {
+impl Read for syn::Path {
+    fn read(meta: &Meta, key: &Ident, errors: &mut Errors) -> Option<Self> {
+        match value(meta, key, "a type", errors)? {
+            Expr::Path(p) if p.qself.is_none() => Some(p.path.clone()),
+            other => {
+                errors.spanned(
+                    other,
+                    format!(
+                        "`{key}` takes the name of an enum type (not a string): write `{}`",
+                        example(key)
+                    ),
+                );
+                None
+            }
+        }
+    }
+}
+
+impl Read for Ident {
+    fn read(meta: &Meta, key: &Ident, errors: &mut Errors) -> Option<Self> {
+        let expr = value(meta, key, "a method name", errors)?;
+        let ident = match expr {
+            Expr::Path(p) if p.qself.is_none() => p.path.get_ident(),
+            _ => None,
+        };
+        if ident.is_none() {
             errors.spanned(
-                other,
+                expr,
                 format!(
                     "`{key}` takes the name of a method of this impl, `fn(&self, caller: &Caller) -> Arc<CatalogSnapshot>`: write `{}`",
                     example(key)
                 ),
             );
-            None
         }
+        ident.cloned()
     }
 }
 
-fn capabilities(meta: &Meta, key: &str, errors: &mut Errors) -> Option<Vec<CapItem>> {
-    let Meta::List(list) = meta else {
-        errors.spanned(meta, format!("`{key}` takes a list: write `capabilities(guides, validate, ...)`"));
+impl Read for Vec<CapItem> {
+    fn read(meta: &Meta, key: &Ident, errors: &mut Errors) -> Option<Self> {
+        let Meta::List(list) = meta else {
+            errors
+                .spanned(meta, format!("`{key}` takes a list: write `capabilities(guides, validate, ...)`"));
+            return None;
+        };
+        let items = errors.handle(list.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated))?;
+        Some(items.into_iter().filter_map(|item| capability(item, errors)).collect())
+    }
+}
+
+/// One item of `capabilities(...)`: `name` or `name(sub, ...)`.
+fn capability(item: Meta, errors: &mut Errors) -> Option<CapItem> {
+    let Some(ident) = item.path().get_ident().cloned() else {
+        errors.spanned(item.path(), "expected a capability name such as `validate`");
         return None;
     };
-    let items = errors.handle(list.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated))?;
-    let mut out = Vec::new();
-    for item in items {
-        let Some(ident) = item.path().get_ident().cloned() else {
-            errors.spanned(item.path(), "expected a capability name such as `validate`");
-            continue;
-        };
-        let subs = match &item {
-            Meta::Path(_) => Vec::new(),
-            Meta::List(l) => {
-                match errors.handle(l.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)) {
-                    Some(subs) => subs
-                        .into_iter()
-                        .filter_map(|s| match s {
-                            Meta::Path(p) if p.get_ident().is_some() => p.get_ident().cloned(),
-                            other => {
-                                errors.spanned(
-                                    &other,
-                                    format!("a sub-feature is a bare name: write `{ident}(name)`"),
-                                );
-                                None
-                            }
-                        })
-                        .collect(),
-                    None => continue,
+    let subs = match &item {
+        Meta::Path(_) => Vec::new(),
+        Meta::List(l) => errors
+            .handle(l.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated))?
+            .into_iter()
+            .filter_map(|s| match s {
+                Meta::Path(p) if p.get_ident().is_some() => p.get_ident().cloned(),
+                other => {
+                    errors.spanned(&other, format!("a sub-feature is a bare name: write `{ident}(name)`"));
+                    None
                 }
-            }
-            Meta::NameValue(nv) => {
-                errors.spanned(
-                    nv,
-                    format!("a capability is declared by name, not assigned: write `{ident}` or `{ident}(sub_feature, ...)`"),
-                );
-                continue;
-            }
-        };
-        out.push(CapItem { ident, subs });
-    }
-    Some(out)
+            })
+            .collect(),
+        Meta::NameValue(nv) => {
+            errors.spanned(
+                nv,
+                format!("a capability is declared by name, not assigned: write `{ident}` or `{ident}(sub_feature, ...)`"),
+            );
+            return None;
+        }
+    };
+    Some(CapItem { ident, subs })
 }
 
 /// Which tool attribute a method carries.
@@ -319,9 +276,6 @@ fn tool_attr_kind(attr: &Attribute) -> Option<bool> {
     }
 }
 
-const LOOP_KEYS: [&str; 5] = ["validate", "execute", "trace", "name", "no_input"];
-const PLAIN_KEYS: [&str; 4] = ["name", "description", "read_only", "input_schema"];
-
 /// Take the tool attributes off the impl's items, so the emitted impl no longer has them.
 /// They are parsed during the checks, in source order.
 pub fn take_tools(item: &mut ItemImpl) -> Vec<RawTool> {
@@ -346,6 +300,87 @@ pub fn take_tools(item: &mut ItemImpl) -> Vec<RawTool> {
     tools
 }
 
+const STAGES: [&str; 3] = ["validate", "execute", "trace"];
+const LOOP_KEYS: [&str; 5] = ["validate", "execute", "trace", "name", "no_input"];
+const PLAIN_KEYS: [&str; 4] = ["name", "description", "read_only", "input_schema"];
+
+/// `#[loop_tool(...)]` as written. The stage is a bare word, so it arrives in `rest` with the
+/// unknown keys, in source order.
+#[derive(FromMeta)]
+struct LoopWritten {
+    #[darling(multiple)]
+    name: Vec<Value<Text>>,
+    #[darling(multiple)]
+    no_input: Vec<Value<Flag>>,
+    #[darling(flatten)]
+    rest: Rest,
+}
+
+/// `#[plain_tool(...)]` as written.
+#[derive(FromMeta)]
+struct PlainWritten {
+    #[darling(multiple)]
+    name: Vec<Value<Text>>,
+    #[darling(multiple)]
+    description: Vec<Value<Text>>,
+    #[darling(multiple)]
+    read_only: Vec<Value<Switch>>,
+    #[darling(multiple)]
+    input_schema: Vec<Value<Text>>,
+    #[darling(flatten)]
+    rest: Rest,
+}
+
+/// A tool attribute's string value, `key = "..."`.
+struct Text(LitStr);
+
+impl Read for Text {
+    fn read(meta: &Meta, key: &Ident, errors: &mut Errors) -> Option<Self> {
+        match meta {
+            Meta::NameValue(syn::MetaNameValue {
+                value: Expr::Lit(ExprLit { lit: Lit::Str(s), .. }),
+                ..
+            }) => Some(Text(s.clone())),
+            _ => {
+                errors.spanned(meta, format!("`{key}` takes a string literal: write `{key} = \"...\"`"));
+                None
+            }
+        }
+    }
+}
+
+/// A bare flag, `key`.
+struct Flag;
+
+impl Read for Flag {
+    fn read(meta: &Meta, key: &Ident, errors: &mut Errors) -> Option<Self> {
+        if matches!(meta, Meta::Path(_)) {
+            return Some(Flag);
+        }
+        errors.spanned(meta, format!("`{key}` is a flag: write `{key}`"));
+        None
+    }
+}
+
+/// A flag that may also be written `key = true|false`.
+struct Switch(bool);
+
+impl Read for Switch {
+    fn read(meta: &Meta, key: &Ident, errors: &mut Errors) -> Option<Self> {
+        match meta {
+            Meta::Path(_) => Some(Switch(true)),
+            Meta::NameValue(syn::MetaNameValue {
+                value: Expr::Lit(ExprLit { lit: Lit::Bool(LitBool { value, .. }), .. }),
+                ..
+            }) => Some(Switch(*value)),
+            _ => {
+                errors.spanned(meta, format!("`{key}` is a flag: write `{key}` (or `{key} = false`)"));
+                None
+            }
+        }
+    }
+}
+
 /// Parse one tool attribute. `None` when nothing usable is left (not even a stage).
 pub fn parse_tool(raw: &RawTool, errors: &mut Errors) -> Option<ToolAttr> {
     let (attr, is_loop, item) = (raw.attr.clone(), raw.is_loop, raw.item);
@@ -355,135 +390,85 @@ pub fn parse_tool(raw: &RawTool, errors: &mut Errors) -> Option<ToolAttr> {
     } else {
         "#[plain_tool(name = \"tool_name\", description = \"What it does.\")]"
     };
-    let items = match &attr.meta {
-        Meta::List(list) => {
-            errors.handle(list.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated))?
-        }
-        _ => {
-            errors.spanned(&attr, format!("`#[{which}]` needs arguments: write `{usage}`"));
-            return None;
-        }
+    let Meta::List(list) = &attr.meta else {
+        errors.spanned(&attr, format!("`#[{which}]` needs arguments: write `{usage}`"));
+        return None;
     };
-    let mut stage: Option<Ident> = None;
-    let mut name: Option<LitStr> = None;
-    let mut description: Option<LitStr> = None;
-    let mut input_schema: Option<LitStr> = None;
-    let mut read_only: Option<bool> = None;
-    let mut no_input: Option<Ident> = None;
-    let mut ok = true;
-    for meta in items {
-        let Some(key) = meta.path().get_ident().cloned() else {
-            errors.spanned(meta.path(), format!("unexpected path in `#[{which}]`: write `{usage}`"));
-            ok = false;
-            continue;
-        };
-        let k = key.to_string();
-        let keys: &[&str] = if is_loop { &LOOP_KEYS } else { &PLAIN_KEYS };
-        match (is_loop, k.as_str()) {
-            (true, "validate" | "execute" | "trace") => {
-                if !matches!(meta, Meta::Path(_)) {
-                    errors.spanned(
-                        &meta,
-                        format!("the stage is a bare name: write `#[loop_tool({k}, name = \"...\")]`"),
-                    );
-                    ok = false;
-                } else if let Some(first) = &stage {
-                    errors.spanned(
-                        &key,
-                        format!("a loop tool serves one stage, but `{first}` is already given"),
-                    );
-                    ok = false;
-                } else {
-                    stage = Some(key);
-                }
-            }
-            (_, "name" | "description" | "input_schema") => {
-                let slot = match k.as_str() {
-                    "name" => &mut name,
-                    "description" => &mut description,
-                    _ => &mut input_schema,
-                };
-                if slot.is_some() {
-                    errors.spanned(&key, format!("duplicate key `{k}`: give it once"));
-                    ok = false;
-                    continue;
-                }
-                match &meta {
-                    Meta::NameValue(syn::MetaNameValue {
-                        value: Expr::Lit(ExprLit { lit: Lit::Str(s), .. }),
-                        ..
-                    }) => *slot = Some(s.clone()),
-                    _ => {
-                        errors.spanned(&meta, format!("`{k}` takes a string literal: write `{k} = \"...\"`"));
-                        ok = false;
-                    }
-                }
-            }
-            (true, "no_input") => {
-                if !matches!(meta, Meta::Path(_)) {
-                    errors.spanned(&meta, "`no_input` is a flag: write `no_input`");
-                    ok = false;
-                } else if no_input.is_some() {
-                    errors.spanned(&key, "duplicate key `no_input`: give it once");
-                    ok = false;
-                } else {
-                    no_input = Some(key);
-                }
-            }
-            (false, "read_only") => {
-                if read_only.is_some() {
-                    errors.spanned(&key, "duplicate key `read_only`: give it once");
-                    ok = false;
-                    continue;
-                }
-                match &meta {
-                    Meta::Path(_) => read_only = Some(true),
-                    Meta::NameValue(syn::MetaNameValue {
-                        value: Expr::Lit(ExprLit { lit: Lit::Bool(LitBool { value, .. }), .. }),
-                        ..
-                    }) => read_only = Some(*value),
-                    _ => {
-                        errors.spanned(
-                            &meta,
-                            "`read_only` is a flag: write `read_only` (or `read_only = false`)",
-                        );
-                        ok = false;
-                    }
-                }
-            }
-            _ => {
-                let what = if is_loop { "loop_tool argument" } else { "plain_tool argument" };
-                errors.spanned(&key, unknown(what, &k, keys));
-                ok = false;
-                // A misspelled stage still tells which stage the tool meant to serve.
-                if let (true, None, Meta::Path(_), Some(meant)) =
-                    (is_loop, &stage, &meta, closest(&k, &["validate", "execute", "trace"]))
-                {
-                    stage = Some(Ident::new(meant, key.span()));
-                }
-            }
-        }
-    }
-    let kind = if is_loop {
+    let before = errors.len();
+    let (kind, name) = if is_loop {
+        let written = crate::meta::read::<LoopWritten>(list.tokens.clone(), errors)?;
+        let name = once(written.name, errors).map(|e| e.value.0);
+        let no_input = once(written.no_input, errors).map(|e| e.key);
+        let stage = stage(written.rest, usage, errors);
         let Some(stage) = stage else {
-            if !ok {
-                return None;
+            if errors.len() == before {
+                errors.spanned(
+                    &attr,
+                    "name the stage this loop tool serves: `validate`, `execute` or `trace`, e.g. `#[loop_tool(validate, name = \"validate_family\")]`",
+                );
             }
-            errors.spanned(
-                &attr,
-                "name the stage this loop tool serves: `validate`, `execute` or `trace`, e.g. `#[loop_tool(validate, name = \"validate_family\")]`",
-            );
             return None;
         };
         if let (Some(flag), false) = (&no_input, stage == "execute") {
             errors.spanned(flag, format!("`no_input` declares that programs take no `input` when they run: it goes on `#[loop_tool(execute, ...)]`, not on `{stage}`"));
-            ok = false;
         }
-        ToolKind::Loop { stage, no_input }
+        (ToolKind::Loop { stage, no_input }, name)
     } else {
-        ToolKind::Plain { description, read_only: read_only.unwrap_or(false), input_schema }
+        let written = crate::meta::read::<PlainWritten>(list.tokens.clone(), errors)?;
+        let name = once(written.name, errors).map(|e| e.value.0);
+        let description = once(written.description, errors).map(|e| e.value.0);
+        let read_only = once(written.read_only, errors).is_some_and(|e| e.value.0);
+        let input_schema = once(written.input_schema, errors).map(|e| e.value.0);
+        for meta in written.rest.0 {
+            unknown_tool_key(&meta, false, usage, errors);
+        }
+        (ToolKind::Plain { description, read_only, input_schema }, name)
     };
-    Some(ToolAttr { kind, name, attr, item, broken: !ok })
+    Some(ToolAttr { kind, name, attr, item, broken: errors.len() != before })
+}
+
+/// The stage among a loop tool's bare words, reporting a second stage and unknown keys. A
+/// misspelled stage still tells which stage the tool meant to serve.
+fn stage(rest: Rest, usage: &str, errors: &mut Errors) -> Option<Ident> {
+    let mut stage: Option<Ident> = None;
+    for meta in rest.0 {
+        let Some(key) = meta.path().get_ident().cloned() else {
+            unknown_tool_key(&meta, true, usage, errors);
+            continue;
+        };
+        let k = key.to_string();
+        if !STAGES.contains(&k.as_str()) {
+            unknown_tool_key(&meta, true, usage, errors);
+            if let (None, Meta::Path(_), Some(meant)) = (&stage, &meta, closest(&k, &STAGES)) {
+                stage = Some(Ident::new(meant, key.span()));
+            }
+        } else if !matches!(meta, Meta::Path(_)) {
+            errors.spanned(
+                &meta,
+                format!("the stage is a bare name: write `#[loop_tool({k}, name = \"...\")]`"),
+            );
+        } else if let Some(first) = &stage {
+            errors.spanned(&key, format!("a loop tool serves one stage, but `{first}` is already given"));
+        } else {
+            stage = Some(key);
+        }
+    }
+    stage
+}
+
+/// Report an item of a tool attribute that is not in its grammar.
+fn unknown_tool_key(meta: &Meta, is_loop: bool, usage: &str, errors: &mut Errors) {
+    let (which, keys): (&str, &[&str]) =
+        if is_loop { ("loop_tool", &LOOP_KEYS) } else { ("plain_tool", &PLAIN_KEYS) };
+    match meta.path().get_ident() {
+        // Once accepted and ignored: the runtime writes the loop tools' descriptions and schemas.
+        Some(key) if is_loop && PLAIN_KEYS[1..].iter().any(|k| key == k) => errors.spanned(
+            key,
+            format!("`{key}` is a `#[plain_tool]` argument: the runtime writes a loop tool's description and schema itself; remove it"),
+        ),
+        Some(key) => errors.spanned(key, unknown(&format!("{which} argument"), &key.to_string(), keys)),
+        None => errors.spanned(meta.path(), format!("unexpected path in `#[{which}]`: write `{usage}`")),
+    }
 }
 
 /// A span for "missing key" errors: the attribute itself.

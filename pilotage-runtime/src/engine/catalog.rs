@@ -1,27 +1,52 @@
 //! The catalog an engine hands the runtime: an immutable [`CatalogSnapshot`] per caller, entries
 //! sorted by id and a `catalog_version` computed once, when the snapshot is built; `get` is a
 //! binary search, and the token moves exactly when a visible entry's defined fields (other than
-//! `revision`) change.
+//! `revision`) change. Each entry's defined fields are digested with the token, so the changes
+//! between two snapshots ([`CatalogSnapshot::changes_to`]) cost a comparison of digests, and the
+//! `q` index ([`super::search`]) is built once per snapshot, the first time a `q` needs it.
 
-use serde_json::Value;
+use std::sync::OnceLock;
 
-use crate::model::catalog::CatalogEntry;
+use sha2::{Digest, Sha256};
+
+use super::search::{contains_text, intersect, SearchIndex, MIN_INDEXED_QUERY};
+use crate::model::catalog::{CatalogEntry, ChangeKind};
+
+/// The first 16 bytes of the SHA-256 of an entry's defined fields (its id included).
+type EntryDigest = [u8; 16];
 
 /// An immutable, sorted view of the catalog visible to one caller.
 #[derive(Clone, Debug)]
 pub struct CatalogSnapshot {
     entries: Vec<CatalogEntry>,
+    /// One per entry, in the same order.
+    digests: Vec<EntryDigest>,
     version: String,
+    search: OnceLock<SearchIndex>,
 }
 
 impl CatalogSnapshot {
-    /// Build a snapshot: sorts by id, drops later duplicates of an id, computes the token.
+    /// Build a snapshot: sorts by id, drops later duplicates of an id, computes the token (the
+    /// SHA-256 of the JSON array of the entries' defined fields) and each entry's digest.
     pub fn new(mut entries: Vec<CatalogEntry>) -> Self {
         entries.sort_by(|a, b| a.id.cmp(&b.id));
         entries.dedup_by(|b, a| a.id == b.id);
-        let forms: Vec<Value> = entries.iter().map(CatalogEntry::versioned_form).collect();
-        let bytes = serde_json::to_vec(&forms).unwrap_or_default();
-        CatalogSnapshot { version: crate::model::digest::token("cv_", &bytes), entries }
+        let mut whole = Sha256::new();
+        whole.update(b"[");
+        let mut digests = Vec::with_capacity(entries.len());
+        for (i, entry) in entries.iter().enumerate() {
+            let bytes = serde_json::to_vec(&entry.versioned_form()).unwrap_or_default();
+            if i > 0 {
+                whole.update(b",");
+            }
+            whole.update(&bytes);
+            let mut digest = EntryDigest::default();
+            digest.copy_from_slice(&Sha256::digest(&bytes)[..16]);
+            digests.push(digest);
+        }
+        whole.update(b"]");
+        let version = crate::model::digest::token_of("cv_", &whole.finalize());
+        CatalogSnapshot { entries, digests, version, search: OnceLock::new() }
     }
     /// The `catalog_version` token.
     pub fn version(&self) -> &str {
@@ -34,6 +59,68 @@ impl CatalogSnapshot {
     /// The entry `id`, by binary search.
     pub fn get(&self, id: &str) -> Option<&CatalogEntry> {
         self.entries.binary_search_by(|e| e.id.as_str().cmp(id)).ok().map(|i| &self.entries[i])
+    }
+
+    /// The ids added, removed or modified from `self` to `next`, in id order. One walk over both
+    /// snapshots that skips runs of equal digests (an equal digest is an equal id with equal
+    /// defined fields), comparing ids only where they differ: no copy of either snapshot, and
+    /// nothing at all when the tokens match.
+    pub fn changes_to<'a>(&'a self, next: &'a CatalogSnapshot) -> Vec<(&'a str, ChangeKind)> {
+        let mut changes = Vec::new();
+        if self.version == next.version {
+            return changes;
+        }
+        let (mut i, mut j) = (0, 0);
+        while i < self.entries.len() && j < next.entries.len() {
+            let same = self.digests[i..].iter().zip(&next.digests[j..]).take_while(|(a, b)| a == b).count();
+            (i, j) = (i + same, j + same);
+            let (Some(old), Some(new)) = (self.entries.get(i), next.entries.get(j)) else { break };
+            match old.id.cmp(&new.id) {
+                std::cmp::Ordering::Less => {
+                    changes.push((old.id.as_str(), ChangeKind::Removed));
+                    i += 1;
+                }
+                std::cmp::Ordering::Greater => {
+                    changes.push((new.id.as_str(), ChangeKind::Added));
+                    j += 1;
+                }
+                std::cmp::Ordering::Equal => {
+                    changes.push((new.id.as_str(), ChangeKind::Modified));
+                    (i, j) = (i + 1, j + 1);
+                }
+            }
+        }
+        changes.extend(
+            self.entries[i.min(self.entries.len())..].iter().map(|e| (e.id.as_str(), ChangeKind::Removed)),
+        );
+        changes.extend(
+            next.entries[j.min(next.entries.len())..].iter().map(|e| (e.id.as_str(), ChangeKind::Added)),
+        );
+        changes
+    }
+
+    /// The entries from position `from` on whose id, name, description or a tag contains `q`,
+    /// ignoring case (all of them when `q` is `None`), in id order. A `q` of three bytes or
+    /// more is answered from the snapshot's index, built on first use; a shorter one scans.
+    pub fn matching<'a>(
+        &'a self,
+        q: Option<&str>,
+        from: usize,
+    ) -> Box<dyn Iterator<Item = &'a CatalogEntry> + 'a> {
+        let rest = self.entries.get(from..).unwrap_or_default();
+        let Some(lowered) = q.map(str::to_lowercase) else {
+            return Box::new(rest.iter());
+        };
+        // The index numbers entries with `u32`s.
+        if lowered.len() < MIN_INDEXED_QUERY || u32::try_from(self.entries.len()).is_err() {
+            return Box::new(rest.iter().filter(move |e| contains_text(e, &lowered)));
+        }
+        let lists = self.search.get_or_init(|| SearchIndex::build(&self.entries)).lists(&lowered);
+        Box::new(
+            intersect(lists, from)
+                .filter_map(|p| self.entries.get(p))
+                .filter(move |e| contains_text(e, &lowered)),
+        )
     }
     /// Visible ids closest to `name` by edit distance (at most `max`, distance ≤ 3), for hints.
     /// Only entries in this (caller-scoped) snapshot can ever be suggested. The work is bounded:

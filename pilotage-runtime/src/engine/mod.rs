@@ -15,6 +15,7 @@ pub mod plain;
 pub mod progress;
 pub mod recorder;
 pub mod run;
+pub mod search;
 pub mod spec;
 pub mod step;
 pub mod validation;

@@ -4,7 +4,11 @@ use sha2::{Digest, Sha256};
 
 /// `prefix` followed by the first 12 hex digits of the SHA-256 of `bytes`.
 pub fn token(prefix: &str, bytes: &[u8]) -> String {
-    let hash = Sha256::digest(bytes);
+    token_of(prefix, &Sha256::digest(bytes))
+}
+
+/// `prefix` followed by the first 12 hex digits of `hash` (a SHA-256 computed in parts).
+pub fn token_of(prefix: &str, hash: &[u8]) -> String {
     let mut out = String::with_capacity(prefix.len() + 12);
     out.push_str(prefix);
     for b in hash.iter().take(6) {

@@ -1,5 +1,6 @@
 //! The lookup operation (Part II §6.3, Part III §4.2): `list` (pages by binary search; the
-//! cursor is the last id served), `get`, and `changed_since` against the caller's history.
+//! cursor is the last id served; `q` from the snapshot's index), `get`, and `changed_since`
+//! against the caller's history (a walk over both snapshots' entry digests).
 
 use serde_json::Value;
 
@@ -114,21 +115,9 @@ pub(crate) struct ListQuery<'a> {
     pub limit: Option<usize>,
 }
 
+/// The `kind` and `tag` filters (`q` is answered by [`CatalogSnapshot::matching`]).
 fn matches(e: &CatalogEntry, q: &ListQuery<'_>) -> bool {
-    if q.kind.is_some_and(|k| e.kind != k) || q.tag.is_some_and(|t| !e.tags.iter().any(|x| x == t)) {
-        return false;
-    }
-    match q.q {
-        None => true,
-        Some(text) => {
-            let text = text.to_lowercase();
-            [Some(&e.id), Some(&e.name), e.description.as_ref()]
-                .into_iter()
-                .flatten()
-                .any(|f| f.to_lowercase().contains(&text))
-                || e.tags.iter().any(|t| t.to_lowercase().contains(&text))
-        }
-    }
+    q.kind.is_none_or(|k| e.kind == k) && q.tag.is_none_or(|t| e.tags.iter().any(|x| x == t))
 }
 
 const CURSOR_PREFIX: &str = "after:";
@@ -148,7 +137,7 @@ pub(crate) fn list(snapshot: &CatalogSnapshot, query: &ListQuery<'_>) -> Result<
     let limit = query.limit.unwrap_or(MAX_PAGE).clamp(1, MAX_PAGE);
     let mut items = Vec::with_capacity(limit.min(16));
     let mut next_cursor = None;
-    for e in snapshot.entries()[start..].iter().filter(|e| matches(e, query)) {
+    for e in snapshot.matching(query.q, start).filter(|e| matches(e, query)) {
         if items.len() == limit {
             if let Some(last) = items.last() {
                 let last: &CatalogEntry = last;

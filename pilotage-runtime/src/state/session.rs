@@ -113,8 +113,16 @@ impl Session {
         Ok(snap)
     }
 
-    /// The snapshot with token `version` served to this caller, if still remembered.
+    /// The snapshot with token `version` served to this caller, if still remembered: the one this
+    /// session holds when it is that one (`changed_since` from the current token then reads no
+    /// store, however large the catalog), else the store's.
     pub async fn served(&self, lang: usize, version: &str) -> StoreResult<Option<Arc<CatalogSnapshot>>> {
+        let held = self.cache(lang).and_then(|c| {
+            c.merged.as_ref().map(|(_, _, snap)| snap.clone()).filter(|snap| snap.version() == version)
+        });
+        if held.is_some() {
+            return Ok(held);
+        }
         self.scope.catalog_at(&self.caller.id, self.language(lang), version).await
     }
 
