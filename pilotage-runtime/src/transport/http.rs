@@ -292,7 +292,7 @@ async fn adapt_post(State(adapter): State<Adapter>, request: Request, next: Next
         Some(probe) => probe,
         None => match judged_here(frame::judge(&bytes, result_type)) {
             Ok(message) => frame::Probe { id: request_id(&message), initialize: is_initialize(&message) },
-            Err(response) => return response,
+            Err(response) => return *response,
         },
     };
     let opens_session = probe.initialize && !parts.headers.contains_key(SESSION_HEADER);
@@ -306,7 +306,7 @@ async fn adapt_post(State(adapter): State<Adapter>, request: Request, next: Next
     if json_body && response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
         // JSON rmcp could not read as a client message: judged in full now, as the stdio
         // pump judges it (the id echoed, a notification accepted and never answered).
-        return judged_here(frame::judge(&bytes, result_type)).err().unwrap_or_else(|| {
+        return judged_here(frame::judge(&bytes, result_type)).err().map(|r| *r).unwrap_or_else(|| {
             let message = "Invalid Request: not a JSON-RPC 2.0 message";
             let error =
                 json!({"jsonrpc": "2.0", "id": probe.id, "error": {"code": -32600, "message": message}});
@@ -324,12 +324,12 @@ async fn adapt_post(State(adapter): State<Adapter>, request: Request, next: Next
 }
 
 /// A frame judged in full: the message for rmcp, or the response given here instead.
-fn judged_here(judged: Judged) -> Result<Box<ClientJsonRpcMessage>, Response> {
+fn judged_here(judged: Judged) -> Result<Box<ClientJsonRpcMessage>, Box<Response>> {
     match judged {
         Judged::Message(message) => Ok(message),
-        Judged::Reply(reply) => Err(judged_reply(&reply)),
+        Judged::Reply(reply) => Err(Box::new(judged_reply(&reply))),
         // A notification rmcp cannot read: accepted, and never answered (JSON-RPC 2.0 §4.1).
-        Judged::Silent => Err(StatusCode::ACCEPTED.into_response()),
+        Judged::Silent => Err(Box::new(StatusCode::ACCEPTED.into_response())),
     }
 }
 
