@@ -17,7 +17,8 @@
 //!
 //! Rounds alternate the two sides; each row reports the median ratio pilotage / hand-written
 //! and its range. `FAIR_ROUNDS` (default 3) and `FAIR_SECONDS` (per HTTP measurement, default
-//! 1.5) tune it; `FAIR_HTTP=0` measures in process only. `cargo bench --bench fair`; never a timed assertion.
+//! 1.5) tune it; `FAIR_HTTP=0` measures in process only, `FAIR_INLINE=1` runs pilotage with
+//! `Limits::isolate_validation = false`. `cargo bench --bench fair`; never a timed assertion.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -302,8 +303,10 @@ fn call(id: u64, path: Path) -> Json {
            "params": {"name": path.tool, "arguments": arguments(path)}})
 }
 
+/// The pilotage side with default settings, or validating inline with `FAIR_INLINE=1`.
 fn pilotage_server() -> Server {
-    Server::builder().language(|| Steps).build().expect("the bench server")
+    let limits = Limits { isolate_validation: env_or("FAIR_INLINE", 0) == 0, ..Limits::default() };
+    Server::builder().language(|| Steps).limits(limits).build().expect("the bench server")
 }
 
 // ---- in process -----------------------------------------------------------------------------
