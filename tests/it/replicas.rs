@@ -117,6 +117,7 @@ async fn scenario() {
     duplicates_spread_over_three_replicas_run_once(&replicas).await;
     let reference = promoted_on_a_runs_on_c(&replicas).await;
     callers_never_meet(&replicas, &run, &reference).await;
+    a_task_started_on_a_is_polled_on_b(&replicas).await;
     acknowledged_runs_survive_a_sigkill(&mut replicas, &schema.url, &secret).await;
 
     for r in &mut replicas {
@@ -124,6 +125,55 @@ async fn scenario() {
     }
     let _ = std::fs::remove_file(&secret);
     schema.drop_all().await;
+}
+
+/// A task started by one stateless request on A outlives that request: later requests on B see
+/// it `working`, then `completed` with the execute result, whose Run C serves; another caller
+/// polling it is told what it would be told of a task that never existed.
+async fn a_task_started_on_a_is_polled_on_b(replicas: &[Replica; 3]) {
+    const TASKS: &str = "io.modelcontextprotocol/tasks";
+    let with_tasks = json!({"extensions": {TASKS: {}}});
+    let x = support::auth::bearer("task-x");
+    let steps: Vec<Value> =
+        (0..8).map(|i| json!({"id": format!("w{i}"), "call": "wait", "with": {"ms": 100}})).collect();
+    let arguments = json!({ARG: {"steps": steps}, "mode": "immediate", "context": ctx()});
+    let params = json!({"name": EXECUTE, "arguments": arguments});
+    let a = replicas[0].url();
+    let started = support::stateless_request(&a, "tools/call", params, with_tasks.clone(), Some(&x)).await;
+    assert_eq!(
+        started["result"]["resultType"], "task",
+        "a task-augmented call answers with a task: {started}"
+    );
+    let task_id = started["result"]["taskId"].as_str().expect("the task's id").to_owned();
+    let get = |who: String, id: String| {
+        let (b, caps) = (replicas[1].url(), with_tasks.clone());
+        async move {
+            let params = json!({"taskId": id});
+            support::stateless_request(&b, "tasks/get", params, caps, Some(&support::auth::bearer(&who)))
+                .await
+        }
+    };
+    let first = get("task-x".into(), task_id.clone()).await;
+    assert_eq!(first["result"]["status"], "working", "polled on B while A runs it: {first}");
+    let mut ended = first;
+    for _ in 0..400 {
+        if ended["result"]["status"] != "working" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+        ended = get("task-x".into(), task_id.clone()).await;
+    }
+    assert_eq!(ended["result"]["status"], "completed", "{ended}");
+    let response = &ended["result"]["result"]["structuredContent"];
+    support::assert_def(response, support::ToolKind::Execute.output_def());
+    assert_eq!(response["outcome"]["status"], "success", "{response}");
+    let run_id = response["run_id"].as_str().expect("the task's run").to_owned();
+    let fetched = call(&replicas[2], "task-x", TRACE, json!({"run_id": run_id})).await;
+    assert_eq!(fetched["structuredContent"]["outcome"], response["outcome"]);
+    let theirs = get("task-y".into(), task_id.clone()).await;
+    let never = get("task-y".into(), "task_0000000000000000".into()).await;
+    assert_eq!(theirs["error"]["code"], never["error"]["code"], "{theirs} / {never}");
+    assert_eq!(theirs["error"]["message"], json!(format!("unknown task: {task_id}")), "{theirs}");
 }
 
 /// Execute on A; the trace comes back identical from B and C (and A).

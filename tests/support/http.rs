@@ -253,7 +253,8 @@ pub async fn try_stateless_request(
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", STATELESS)
         .header("mcp-method", method);
-    if let Some(name) = params["name"].as_str() {
+    // MCP 2026-07-28 names the target in `Mcp-Name`: a tool's name, or a task's id.
+    if let Some(name) = params["name"].as_str().or(params["taskId"].as_str()) {
         request = request.header("mcp-name", name);
     }
     if let Some(value) = authorization {
