@@ -133,6 +133,14 @@ impl Recorder {
 
 impl RecorderState {
     pub(super) fn qualified(&self, id: &str) -> String {
+        self.qualify(id.to_owned())
+    }
+    /// [`RecorderState::qualified`] of an id the caller owns, which outside loops and
+    /// expanded sub-programs is the id itself, not a copy.
+    pub(super) fn qualify(&self, id: String) -> String {
+        if self.prefix.is_empty() && self.loops.is_empty() {
+            return id;
+        }
         let mut q = format!("{}{id}", self.prefix);
         for f in &self.loops {
             q.push('#');

@@ -63,14 +63,15 @@ impl<S: RunStatus> StepBuilder<'_, S> {
         self
     }
     fn record(self, outcome: Outcome) {
-        let t_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let mut st = self.recorder.state();
-        let qid = st.qualified(&self.id);
+        let StepBuilder { recorder, id, calls, input, output, started, .. } = self;
+        let t_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let mut st = recorder.state();
+        let qid = st.qualify(id);
         st.push(TraceStep {
             id: qid,
-            calls: self.calls,
-            input: Some(self.input.unwrap_or(Value::Null)),
-            output: Some(self.output.unwrap_or(Value::Null)),
+            calls,
+            input: Some(input.unwrap_or(Value::Null)),
+            output: Some(output.unwrap_or(Value::Null)),
             outcome,
             t_ms: Some(t_ms),
             decisions: None,
@@ -81,7 +82,7 @@ impl<S: RunStatus> StepBuilder<'_, S> {
     pub fn open(self) -> OpenStep {
         let started = self.started;
         let mut st = self.recorder.state();
-        let qid = st.qualified(&self.id);
+        let qid = st.qualify(self.id);
         let index = st.push(TraceStep {
             id: qid,
             calls: self.calls,

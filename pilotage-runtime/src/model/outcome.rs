@@ -11,14 +11,15 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Outcome {
     ok: bool,
-    status: String,
+    /// Borrowed for the common `success`, so recording a successful step allocates no status.
+    status: std::borrow::Cow<'static, str>,
     error: Option<String>,
 }
 
 impl Outcome {
     /// `{ok: true, status: "success", error: null}`.
     pub fn success() -> Self {
-        Outcome { ok: true, status: "success".into(), error: None }
+        Outcome { ok: true, status: std::borrow::Cow::Borrowed("success"), error: None }
     }
     /// A failure with a status from the closed set and a non-null message.
     pub fn failure(status: &str, error: impl Into<String>) -> Self {
@@ -26,7 +27,7 @@ impl Outcome {
         if error.is_empty() {
             error = status.to_owned();
         }
-        Outcome { ok: false, status: status.to_owned(), error: Some(error) }
+        Outcome { ok: false, status: status.to_owned().into(), error: Some(error) }
     }
     /// Whether the Run completed successfully.
     pub fn ok(&self) -> bool {
