@@ -127,12 +127,23 @@ struct Validated<'a> {
     plan: Option<Plan<'a>>,
 }
 
+/// An outcome as the specification writes it.
+#[derive(Serialize)]
+struct Outcome {
+    ok: bool,
+    status: &'static str,
+    error: Option<String>,
+}
+
+const SUCCESS: Outcome = Outcome { ok: true, status: "success", error: None };
+
 #[derive(Serialize)]
 struct TraceStep<'a> {
     id: &'a str,
-    status: &'static str,
     input: &'a Json,
     output: f64,
+    outcome: &'static Outcome,
+    t_ms: u64,
 }
 
 #[derive(Serialize)]
@@ -145,7 +156,7 @@ struct Trace<'a> {
 #[derive(Serialize)]
 struct Executed<'a> {
     run_id: &'a str,
-    outcome: Json,
+    outcome: &'static Outcome,
     output: Json,
     trace: Trace<'a>,
 }
@@ -187,20 +198,26 @@ impl HandWritten {
         if !verdict.valid {
             return Err(serde_json::to_value(&verdict).unwrap_or_default());
         }
-        let run_id = format!("run-{}", self.runs.fetch_add(1, Ordering::Relaxed));
+        let run_id = format!("run_{:016x}", self.runs.fetch_add(1, Ordering::Relaxed));
         let all = steps(program);
         let steps = all
             .iter()
-            .map(|s| TraceStep {
-                id: s["id"].as_str().unwrap_or("step"),
-                status: "succeeded",
-                input: &s["args"],
-                output: sum(s),
+            .map(|s| {
+                let started = Instant::now();
+                let output = sum(s);
+                let t_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                TraceStep {
+                    id: s["id"].as_str().unwrap_or("step"),
+                    input: &s["args"],
+                    output,
+                    outcome: &SUCCESS,
+                    t_ms,
+                }
             })
             .collect();
         let executed = Executed {
             run_id: &run_id,
-            outcome: json!({"status": "succeeded"}),
+            outcome: &SUCCESS,
             output: json!({"count": all.len()}),
             trace: Trace { run_id: &run_id, level: "full", steps },
         };
@@ -254,7 +271,7 @@ impl ServerHandler for HandWritten {
                 Ok(answer(serde_json::to_value(&verdict).unwrap_or_default(), text, false))
             }
             "run_steps" => match self.execute(program) {
-                Ok(executed) => Ok(answer(executed, "succeeded", false)),
+                Ok(executed) => Ok(answer(executed, "success", false)),
                 Err(refused) => Ok(answer(refused, "validation_error", false)),
             },
             other => Err(ErrorData::invalid_params(format!("Unknown tool: {other}"), None)),
@@ -334,6 +351,17 @@ async fn in_process(side: Side, path: Path, calls: u64) -> f64 {
     }
     reader.next_line().await.expect("read").expect("initialize reply");
     let line = format!("{}\n", call(1, path));
+    if env_or("FAIR_DUMP", 0) == 1 {
+        writer.write_all(line.as_bytes()).await.expect("write");
+        let reply = reader.next_line().await.expect("read").expect("reply");
+        eprintln!(
+            "{} {}: {} bytes: {}",
+            side.name(),
+            path.label,
+            reply.len(),
+            &reply[..reply.len().min(700)]
+        );
+    }
     let start = Instant::now();
     for _ in 0..calls {
         writer.write_all(line.as_bytes()).await.expect("write");
