@@ -199,10 +199,7 @@ async fn stored(shared: &Shared, owner: &str, task_id: &str) -> Result<TaskRecor
     match shared.stores.state.get_task(owner, task_id).await {
         Ok(Some(record)) => Ok(record),
         Ok(None) => Err(McpError::invalid_params(format!("unknown task: {task_id}"), None)),
-        Err(e) => {
-            tracing::error!(error = %e, "the state store failed");
-            Err(McpError::internal_error("the server's state store is unavailable; retry later", None))
-        }
+        Err(e) => Err(McpError::internal_error(crate::ops::store_failed(e).error.message, None)),
     }
 }
 
@@ -213,10 +210,10 @@ fn orphaned(shared: &Shared, record: &TaskRecord) -> bool {
         return true;
     }
     let longest = shared.langs.iter().find(|l| l.spec.name == record.language).map_or(0, |l| {
-        u64::try_from((l.limits.execute_time + l.limits.validate_time).as_millis()).unwrap_or(0)
+        u64::try_from(crate::ops::execute::longest_run(&l.limits).as_millis()).unwrap_or(u64::MAX)
     });
     let moved = parse_millis(&record.updated_at).unwrap_or(0);
-    now_ms() > moved.saturating_add(longest).saturating_add(30_000)
+    now_ms() > moved.saturating_add(longest)
 }
 
 /// Record, and return, the honest end of a task whose process stopped while it was working.

@@ -43,9 +43,8 @@ pub(crate) async fn execute(ctx: Ctx<'_>, args: LoopArgs, watch: &Watch) -> OpRe
         "mode": checked.mode.as_str(),
     }));
     let limits = &ctx.lang.limits;
-    // The longest the first request may hold the key: its snapshot, validation and run, and
-    // a margin for the store; past it a crashed claimant's key is free again.
-    let lease = limits.tool_time + limits.validate_time + limits.execute_time + LEASE_MARGIN;
+    // Past the longest a request may hold the key, a crashed claimant's key is free again.
+    let lease = longest_run(limits);
     let (scope, owner) = (&ctx.session.scope, &*ctx.session.caller.id);
     let claimed = idempotency::claim(scope, (owner, ctx.lang.spec.name, key), &fingerprint, lease).await;
     match claimed.map_err(crate::ops::store_failed)? {
@@ -71,8 +70,15 @@ pub(crate) async fn execute(ctx: Ctx<'_>, args: LoopArgs, watch: &Watch) -> OpRe
     }
 }
 
-/// Time a key's lease allows beyond the request's own bounds.
-const LEASE_MARGIN: std::time::Duration = std::time::Duration::from_secs(30);
+/// Time allowed beyond an execute request's own bounds, for the store.
+const MARGIN: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The longest an execute under `limits` may take from its start to its end: its snapshot,
+/// validation and run, and a margin for the store. An idempotency key's lease, and how long a
+/// working task of another replica may go without moving before it is reported failed.
+pub(crate) fn longest_run(limits: &crate::engine::Limits) -> std::time::Duration {
+    limits.tool_time + limits.validate_time + limits.execute_time + MARGIN
+}
 
 /// The text summary of an execute response.
 pub(crate) fn summary(v: &ExecuteResponse) -> String {
