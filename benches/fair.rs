@@ -468,10 +468,9 @@ impl Session {
             .expect("initialize");
         let session = response.headers()["mcp-session-id"].to_str().expect("session id").to_owned();
         let _ = response.bytes().await;
-        let mut s = Session { http, url: url.to_owned(), session, sse };
+        let s = Session { http, url: url.to_owned(), session, sse };
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         s.post(&initialized.to_string()).await;
-        s.sse = sse;
         s
     }
 

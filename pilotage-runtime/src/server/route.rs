@@ -47,15 +47,18 @@ pub(super) async fn call(
             Ok((l, _)) => ops::lookup::lookup(ctx(l), &args).await,
             Err(e) => Reply::error(e),
         },
-        Route::Loop(stage, langs) => match (select(shared, langs, &args), stage) {
-            (Err(e), _) => Reply::error(e),
-            (Ok(l), Stage::Validate) => {
+        Route::Loop(stage, langs) => match select(shared, langs, &args) {
+            Err(e) => Reply::error(e),
+            Ok(l) => {
                 let args = LoopArgs::take(args, shared.langs[l].spec.program_argument);
-                Reply::of(ops::validate::validate(ctx(l), args).await, ops::validate::summary)
-            }
-            (Ok(l), Stage::Execute) => {
-                let args = LoopArgs::take(args, shared.langs[l].spec.program_argument);
-                Reply::of(ops::execute::execute(ctx(l), args, watch).await, ops::execute::summary)
+                match stage {
+                    Stage::Validate => {
+                        Reply::of(ops::validate::validate(ctx(l), args).await, ops::validate::summary)
+                    }
+                    Stage::Execute => {
+                        Reply::of(ops::execute::execute(ctx(l), args, watch).await, ops::execute::summary)
+                    }
+                }
             }
         },
         Route::Trace(l) => Reply::of(ops::trace_fetch::trace_fetch(ctx(*l), &args).await, |v| {
