@@ -30,7 +30,7 @@ pub(crate) async fn lookup(ctx: Ctx<'_>, args: &Args) -> Reply {
         return Reply::error(e.with_catalog_version(snap.version()));
     }
     match verb {
-        "list" => Reply::of(list(&snap, &query(args)), |v| {
+        "list" => Reply::of(list_off_the_workers(snap, args).await, |v| {
             format!("{} entr{}", v.items.len(), if v.items.len() == 1 { "y" } else { "ies" })
         }),
         "get" => match str_arg(args, "id") {
@@ -41,6 +41,22 @@ pub(crate) async fn lookup(ctx: Ctx<'_>, args: &Args) -> Reply {
         },
         _ => Reply::of(changed_since(ctx, &snap, args).await, |v| format!("{} change(s)", v.changes.len())),
     }
+}
+
+/// [`list`], on the blocking pool when a `q` is given: the first `q` of a snapshot builds its
+/// index (seconds for a million entries) and a short one scans every entry, CPU work that must
+/// not hold an async worker.
+async fn list_off_the_workers(
+    snap: std::sync::Arc<CatalogSnapshot>,
+    args: &Args,
+) -> Result<CatalogList, RequestError> {
+    if !args.contains_key("q") {
+        return list(&snap, &query(args));
+    }
+    let args = args.clone();
+    tokio::task::spawn_blocking(move || list(&snap, &query(&args)))
+        .await
+        .unwrap_or_else(|_| Err(RequestError::internal("the catalog listing failed")))
 }
 
 /// Refuse a member the verb (or the declared sub-features) does not take.
