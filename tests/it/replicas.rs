@@ -166,6 +166,9 @@ async fn a_task_started_on_a_is_polled_on_b(replicas: &[Replica; 3]) {
     assert_eq!(ended["result"]["status"], "completed", "{ended}");
     let response = &ended["result"]["result"]["structuredContent"];
     support::assert_def(response, support::ToolKind::Execute.output_def());
+    if let Some(e) = support::schemas::errors(&*advertised_output(&a, EXECUTE).await, response) {
+        panic!("the task's execute result does not match the advertised outputSchema:\n{e}");
+    }
     assert_eq!(response["outcome"]["status"], "success", "{response}");
     let run_id = response["run_id"].as_str().expect("the task's run").to_owned();
     let fetched = call(&replicas[2], "task-x", TRACE, json!({"run_id": run_id})).await;
