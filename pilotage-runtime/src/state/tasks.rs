@@ -78,43 +78,17 @@ pub fn now_ms() -> u64 {
 
 /// An RFC 3339 UTC time (`2026-12-03T07:00:00.123Z`) for `ms` since the epoch.
 pub fn rfc3339(ms: u64) -> String {
-    let secs = ms / 1000;
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = civil(days as i64);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z", rem / 3600, rem % 3600 / 60, rem % 60, ms % 1000)
+    i64::try_from(ms)
+        .ok()
+        .and_then(chrono::DateTime::from_timestamp_millis)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+        .unwrap_or_default()
 }
 
-/// Milliseconds since the epoch of an RFC 3339 UTC time written by [`rfc3339`].
+/// Milliseconds since the epoch of an RFC 3339 time (as [`rfc3339`] writes them).
 pub fn parse_millis(t: &str) -> Option<u64> {
-    let num = |r: std::ops::Range<usize>| t.get(r).and_then(|s| s.parse::<u64>().ok());
-    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, min, s) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    let ms = num(20..23).unwrap_or(0);
-    let days = days_from_civil(y as i64, m as i64, d as i64);
-    u64::try_from(days).ok().map(|days| ((days * 86_400 + h * 3600 + min * 60 + s) * 1000) + ms)
-}
-
-/// Year, month, day of `days` since 1970-01-01 (H. Hinnant's algorithm).
-fn civil(days: i64) -> (i64, u64, u64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u64;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u64;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let mp = if m > 2 { m - 3 } else { m + 9 };
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    let parsed = chrono::DateTime::parse_from_rfc3339(t).ok()?;
+    u64::try_from(parsed.timestamp_millis()).ok()
 }
 
 /// One running task of this process.
