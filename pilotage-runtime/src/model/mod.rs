@@ -6,6 +6,7 @@
 
 pub mod capabilities;
 pub mod catalog;
+pub mod check;
 pub mod closed_sets;
 pub mod correspondence;
 pub mod declaration;
