@@ -1796,3 +1796,817 @@ fn divides_exactly(value: f64, multiple: f64) -> Option<bool> {
     numerator.checked_rem(denominator).map(|r| r == 0)
 }
 
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeSet, HashMap};
+
+    use schemars::generate::SchemaSettings;
+    use schemars::JsonSchema;
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::model::schema::{standardize, StandardFormats};
+
+    fn compiled(schema: &Value) -> SchemaCheck {
+        SchemaCheck::new(schema).unwrap_or_else(|e| panic!("{schema}: {e}"))
+    }
+
+    /// `schema` passes `good` and fails `bad` first at `path` with `message`.
+    fn case(schema: Value, good: Value, bad: Value, path: &str, message: &str) {
+        let check = compiled(&schema);
+        assert_eq!(check.first_fault(&good), None, "{schema} should pass {good}");
+        assert!(check.is_valid(&good), "{schema} should pass {good}");
+        let fault = check.first_fault(&bad).unwrap_or_else(|| panic!("{schema} should fail {bad}"));
+        assert_eq!((fault.path.as_str(), fault.message.as_str()), (path, message), "{schema} on {bad}");
+        assert!(!check.is_valid(&bad), "{schema} should fail {bad}");
+    }
+
+    #[test]
+    fn type_const_enum_and_numbers() {
+        case(json!({"type": "string"}), json!("a"), json!(42), "", r#"42 is not of type "string""#);
+        case(json!({"type": "integer"}), json!(1.0), json!(1.5), "", r#"1.5 is not of type "integer""#);
+        let types = r#"1.5 is not of types "integer", "string""#;
+        case(json!({"type": ["string", "integer"]}), json!("x"), json!(1.5), "", types);
+        case(json!({"type": ["null"]}), json!(null), json!(0), "", r#"0 is not of type "null""#);
+        case(json!({"enum": [1, "a"]}), json!(1.0), json!(2), "", r#"2 is not one of 1 or "a""#);
+        let many = "5 is not one of 1, 2 or 2 other candidates";
+        case(json!({"enum": [1, 2, 3, 4]}), json!(4), json!(5), "", many);
+        let expected = r#"{"a":[1,2]} was expected"#;
+        case(json!({"const": {"a": [1, 2]}}), json!({"a": [1.0, 2]}), json!(3), "", expected);
+        case(json!({"multipleOf": 0.1}), json!(0.3), json!(0.35), "", "0.35 is not a multiple of 0.1");
+        case(json!({"multipleOf": 2}), json!(4.0), json!(3), "", "3 is not a multiple of 2");
+        case(
+            json!({"multipleOf": 2}),
+            json!(1e20),
+            json!(9007199254740993u64),
+            "",
+            "9007199254740993 is not a multiple of 2",
+        );
+        case(json!({"minimum": 1}), json!(1), json!(0.5), "", "0.5 is less than the minimum of 1");
+        case(json!({"maximum": 3.0}), json!(3), json!(3.5), "", "3.5 is greater than the maximum of 3.0");
+        let exclusive = "1.0 is less than or equal to the minimum of 1";
+        case(json!({"exclusiveMinimum": 1}), json!(1.5), json!(1.0), "", exclusive);
+        let exclusive = "3 is greater than or equal to the maximum of 3";
+        case(json!({"exclusiveMaximum": 3}), json!(2), json!(3), "", exclusive);
+        let exact = "9007199254740993 is greater than the maximum of 9007199254740992.0";
+        let (good, bad) = (json!(9007199254740992u64), json!(9007199254740993u64));
+        case(json!({"maximum": 9007199254740992.0}), good, bad, "", exact);
+        case(json!({"minimum": -1}), json!(-1), json!(-2), "", "-2 is less than the minimum of -1");
+    }
+
+    #[test]
+    fn sizes_and_members() {
+        let short = r#""é" is shorter than 2 characters"#;
+        case(json!({"minLength": 2}), json!("éé"), json!("é"), "", short);
+        case(json!({"maxLength": 1}), json!("é"), json!("ab"), "", r#""ab" is longer than 1 character"#);
+        case(json!({"minItems": 1}), json!([1]), json!([]), "", "[] has less than 1 item");
+        case(json!({"maxItems": 1}), json!([1]), json!([1, 2]), "", "[1,2] has more than 1 item");
+        case(json!({"minProperties": 1}), json!({"a": 1}), json!({}), "", "{} has less than 1 property");
+        let more = r#"{"a":1,"b":2} has more than 1 property"#;
+        case(json!({"maxProperties": 1}), json!({"a": 1}), json!({"a": 1, "b": 2}), "", more);
+        case(json!({"required": ["x"]}), json!({"x": 1}), json!({}), "", r#""x" is a required property"#);
+        let schema = json!({"dependentRequired": {"a": ["b"]}});
+        case(schema, json!({"a": 1, "b": 2}), json!({"a": 1}), "", r#""b" is a required property"#);
+        let schema = json!({"dependentSchemas": {"a": {"required": ["b"]}}});
+        case(schema, json!({"b": 1}), json!({"a": 1}), "", r#""b" is a required property"#);
+        case(
+            json!({"uniqueItems": true}),
+            json!([1, 2]),
+            json!([1, 1.0]),
+            "",
+            "[1,1.0] has non-unique elements",
+        );
+        let objects = json!([{"a": 1, "b": [1]}, {"b": [1.0], "a": 1}]);
+        let message = r#"[{"a":1,"b":[1]},{"b":[1.0],"a":1}] has non-unique elements"#;
+        case(json!({"uniqueItems": true}), json!([{"a": 1}, {"a": 2}]), objects, "", message);
+        let many: Vec<Value> = (0..40).map(|i| json!({"id": i, "tags": [i, [i]]})).collect();
+        let mut repeated = many.clone();
+        repeated.push(json!({"tags": [7.0, [7]], "id": 7}));
+        let check = compiled(&json!({"uniqueItems": true}));
+        assert!(check.is_valid(&Value::Array(many)));
+        assert!(!check.is_valid(&Value::Array(repeated)));
+        let schema = json!({"dependencies": {"a": ["b"], "c": {"required": ["d"]}}});
+        let faults = compiled(&schema).faults(&json!({"a": 1, "c": 2}), 10);
+        let messages: Vec<&str> = faults.iter().map(|f| f.message.as_str()).collect();
+        assert_eq!(messages, [r#""b" is a required property"#, r#""d" is a required property"#]);
+    }
+
+    #[test]
+    fn object_applicators() {
+        let schema = json!({"properties": {"a": {"type": "string"}}});
+        case(schema, json!({"a": "x", "b": 1}), json!({"a": 1}), "/a", r#"1 is not of type "string""#);
+        let schema = json!({"properties": {"a": {}}, "additionalProperties": false});
+        let message = "Additional properties are not allowed ('y', 'z' were unexpected)";
+        case(schema, json!({"a": 1}), json!({"a": 1, "y": 2, "z": 3}), "", message);
+        let schema = json!({"additionalProperties": false});
+        case(schema, json!({}), json!({"a": 1}), "", "False schema does not allow 1");
+        let schema = json!({"properties": {"a": {}}, "additionalProperties": {"type": "string"}});
+        case(
+            schema,
+            json!({"a": 1, "b": "x"}),
+            json!({"a": 1, "b": 2}),
+            "/b",
+            r#"2 is not of type "string""#,
+        );
+        let schema = json!({"propertyNames": {"maxLength": 2}});
+        case(
+            schema,
+            json!({"ab": 1}),
+            json!({"ab": 1, "abc": 1}),
+            "",
+            r#""abc" is longer than 2 characters"#,
+        );
+        let schema = json!({"propertyNames": false});
+        case(schema, json!({}), json!({"a": 1}), "", r#"False schema does not allow {"a":1}"#);
+        let schema = json!({"properties": {"a/b": {"properties": {"c~d": {"items": {"type": "string"}}}}}});
+        let bad = json!({"a/b": {"c~d": ["x", 1]}});
+        case(schema, json!({"a/b": {"c~d": ["x"]}}), bad, "/a~1b/c~0d/1", r#"1 is not of type "string""#);
+    }
+
+    #[test]
+    fn array_applicators() {
+        let schema = json!({"items": {"type": "integer"}});
+        case(schema, json!([1, 2]), json!([1, "x"]), "/1", r#""x" is not of type "integer""#);
+        let schema = json!({"prefixItems": [{"type": "string"}], "items": false});
+        case(schema, json!(["a"]), json!(["a", 2]), "/1", "False schema does not allow 2");
+        let schema = json!({"items": [{"type": "string"}], "additionalItems": false});
+        let message = "Additional items are not allowed (2, 3 were unexpected)";
+        case(schema, json!(["a"]), json!(["a", 2, 3]), "", message);
+        let schema = json!({"items": [{}], "additionalItems": {"type": "string"}});
+        case(schema, json!([1, "a"]), json!([1, 2]), "/1", r#"2 is not of type "string""#);
+        let none = r#"None of ["a"] are valid under the given schema"#;
+        case(json!({"contains": {"type": "integer"}}), json!(["a", 1]), json!(["a"]), "", none);
+        let schema = json!({"contains": {"type": "integer"}, "minContains": 2});
+        let none = r#"None of [1,"a"] are valid under the given schema"#;
+        case(schema, json!([1, 2]), json!([1, "a"]), "", none);
+        let schema = json!({"contains": {"type": "integer"}, "maxContains": 1});
+        case(
+            schema.clone(),
+            json!([1, "a"]),
+            json!([1, 2]),
+            "",
+            "None of [1,2] are valid under the given schema",
+        );
+        assert!(!compiled(&schema).is_valid(&json!([])));
+        let schema = json!({"contains": {"type": "integer"}, "minContains": 0, "maxContains": 1});
+        assert!(compiled(&schema).is_valid(&json!([])));
+    }
+
+    #[test]
+    fn combinators_and_references() {
+        let schema = json!({"allOf": [{"type": "integer"}, {"minimum": 2}]});
+        case(schema, json!(2), json!(1), "", "1 is less than the minimum of 2");
+        let schema = json!({"anyOf": [{"type": "integer"}, {"minimum": 2}]});
+        let any = "1.5 is not valid under any of the schemas listed in the 'anyOf' keyword";
+        case(schema, json!(2.5), json!(1.5), "", any);
+        let schema = json!({"oneOf": [{"type": "integer"}, {"minimum": 2}]});
+        let two = "3 is valid under more than one of the schemas listed in the 'oneOf' keyword";
+        case(schema.clone(), json!(1), json!(3), "", two);
+        let none = "1.5 is not valid under any of the schemas listed in the 'oneOf' keyword";
+        assert_eq!(compiled(&schema).first_fault(&json!(1.5)).map(|f| f.message), Some(none.into()));
+        let schema = json!({"not": {"type": "string"}});
+        case(schema, json!(1), json!("a"), "", r#"{"type":"string"} is not allowed for "a""#);
+        let schema = json!({"if": {"type": "string"}, "then": {"minLength": 2}, "else": {"type": "integer"}});
+        case(schema.clone(), json!("ab"), json!("a"), "", r#""a" is shorter than 2 characters"#);
+        case(schema, json!(1), json!(1.5), "", r#"1.5 is not of type "integer""#);
+        let schema = json!({"$defs": {"s": {"type": "string"}}, "properties": {"a": {"$ref": "#/$defs/s"}}});
+        case(schema, json!({"a": "x"}), json!({"a": 1}), "/a", r#"1 is not of type "string""#);
+        let schema = json!({"$ref": "#/$defs/s", "$defs": {"s": {"type": "string"}}, "minLength": 3});
+        case(schema, json!("abc"), json!("ab"), "", r#""ab" is shorter than 3 characters"#);
+        let schema = json!({"$ref": "#/$defs/a~1b%20c", "$defs": {"a/b c": {"type": "string"}}});
+        case(schema, json!("x"), json!(1), "", r#"1 is not of type "string""#);
+        let schema = json!({"$ref": "#/definitions/s", "definitions": {"s": {"type": "string"}}});
+        case(schema, json!("x"), json!(1), "", r#"1 is not of type "string""#);
+        let schema = json!({"properties": {"a": {"type": "integer"}, "b": {"$ref": "#/properties/a"}}});
+        case(schema, json!({"b": 1}), json!({"b": "x"}), "/b", r#""x" is not of type "integer""#);
+    }
+
+    #[test]
+    fn booleans_drafts_and_annotations() {
+        let check = compiled(&json!(false));
+        assert_eq!(
+            check.first_fault(&json!(1)).map(|f| f.message),
+            Some("False schema does not allow 1".into())
+        );
+        assert!(compiled(&json!(true)).is_valid(&json!({"any": [1]})));
+        let draft7 = "http://json-schema.org/draft-07/schema#";
+        let schema = json!({"$schema": draft7, "$ref": "#/definitions/a", "type": "integer",
+            "definitions": {"a": {"minimum": 3}}});
+        case(schema, json!("x"), json!(1), "", "1 is less than the minimum of 3");
+        let schema =
+            json!({"$schema": draft7, "prefixItems": [{"type": "string"}], "items": {"type": "integer"}});
+        case(schema, json!([1]), json!(["a"]), "/0", r#""a" is not of type "integer""#);
+        let schema = json!({"type": "string", "format": "date-time", "title": "t", "description": "d",
+            "default": 1, "examples": [1], "deprecated": true, "readOnly": false, "x-extra": {"pattern": 1},
+            "$comment": "c", "contentMediaType": "application/json", "$id": "https://example.com/s"});
+        case(schema, json!("not a date"), json!(1), "", r#"1 is not of type "string""#);
+        let schema = json!({"properties": {"pattern": {"type": "string"}}, "enum": [{"pattern": "x"}, "y"]});
+        assert!(compiled(&schema).is_valid(&json!({"pattern": "x"})));
+    }
+
+    fn refused(schema: &Value) -> Refusal {
+        match SchemaCheck::new(schema) {
+            Ok(_) => panic!("{schema} should be refused"),
+            Err(refusal) => refusal,
+        }
+    }
+
+    fn invalid(schema: &Value) {
+        assert!(matches!(refused(schema), Refusal::Invalid(_)), "{schema}: {:?}", refused(schema));
+    }
+
+    #[test]
+    fn ref_cycles_that_never_descend_are_refused() {
+        invalid(&json!({"$ref": "#"}));
+        invalid(&json!({"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}));
+        invalid(
+            &json!({"$defs": {"a": {"allOf": [{"$ref": "#/$defs/b"}]}, "b": {"not": {"$ref": "#/$defs/a"}}},
+            "anyOf": [{"$ref": "#/$defs/a"}]}),
+        );
+        invalid(&json!({"properties": {"x": {"if": {"$ref": "#/properties/x"}, "then": {}}}}));
+        // A cycle the root never reaches is never evaluated (jsonschema accepts it too).
+        assert!(SchemaCheck::new(&json!({"$defs": {"a": {"$ref": "#/$defs/a"}}})).is_ok());
+        // A recursion through members or items descends into the instance: it ends.
+        let tree =
+            json!({"$defs": {"n": {"type": "array", "items": {"$ref": "#/$defs/n"}}}, "$ref": "#/$defs/n"});
+        let check = compiled(&tree);
+        assert!(check.is_valid(&json!([[[]], []])));
+        assert!(!check.is_valid(&json!([[1]])));
+    }
+
+    /// An instance of arrays nested `depth` deep, built and checked on a thread with the stack
+    /// of a tokio worker (2 MiB).
+    #[test]
+    fn evaluation_depth_is_bounded() {
+        let handle = std::thread::Builder::new().stack_size(2 << 20).spawn(|| {
+            let tree = json!({"$defs": {"n": {"items": {"$ref": "#/$defs/n"}}}, "$ref": "#/$defs/n"});
+            let check = compiled(&tree);
+            let mut deep = json!([]);
+            for _ in 0..2000 {
+                deep = Value::Array(vec![deep]);
+            }
+            let fault = check.first_fault(&deep).expect("too deep to check");
+            assert!(fault.message.contains("depth bound"), "{fault:?}");
+            assert!(!check.is_valid(&deep));
+            let mut shallow = json!([]);
+            for _ in 0..120 {
+                shallow = Value::Array(vec![shallow]);
+            }
+            assert_eq!(check.first_fault(&shallow), None);
+            // Dropping a deep value recurses in serde_json: take it apart first.
+            while let Value::Array(mut items) = deep {
+                deep = items.pop().unwrap_or(Value::Null);
+            }
+        });
+        handle.unwrap().join().unwrap();
+    }
+
+    #[test]
+    fn exponential_schemas_hit_the_work_bound() {
+        let mut defs = serde_json::Map::new();
+        for level in 0..30 {
+            let next = json!({"$ref": format!("#/$defs/l{}", level + 1)});
+            defs.insert(format!("l{level}"), json!({"anyOf": [next.clone(), next]}));
+        }
+        defs.insert("l30".into(), json!({"type": "string"}));
+        let schema = json!({"$defs": defs, "$ref": "#/$defs/l0"});
+        let check = compiled(&schema);
+        let started = std::time::Instant::now();
+        assert!(check.is_valid(&json!("x")));
+        let fault = check.first_fault(&json!(1)).expect("1 is no string");
+        assert_eq!(fault.path, "");
+        assert!(fault.message.contains("work bound"), "{fault:?}");
+        assert_eq!(check.faults(&json!(1), 100), vec![fault]);
+        assert!(!check.is_valid(&json!(1)));
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "{:?}", started.elapsed());
+        let check = compiled(&json!({"uniqueItems": true}));
+        let same: Vec<Value> = (0..3000).map(|_| json!([[[[[1]]]]])).collect();
+        assert!(!check.is_valid(&Value::Array(same)));
+        let distinct: Vec<Value> = (0..100_000).map(|i| json!(i)).collect();
+        assert!(check.is_valid(&Value::Array(distinct)));
+    }
+
+    #[test]
+    fn deep_and_malformed_schemas_are_invalid() {
+        let mut deep = json!({});
+        for _ in 0..300 {
+            deep = json!({"not": deep});
+        }
+        invalid(&deep);
+        let mut nested = json!({"type": "string"});
+        for _ in 0..150 {
+            nested = json!({"properties": {"a": nested}});
+        }
+        invalid(&nested);
+        let malformed = [
+            json!({"type": 5}),
+            json!({"required": "a"}),
+            json!({"minimum": "x"}),
+            json!(5),
+            json!({"type": "strin"}),
+            json!({"type": []}),
+            json!({"type": ["string", "string"]}),
+            json!({"required": ["a", "a"]}),
+            json!({"properties": {"a": 5}}),
+            json!({"allOf": []}),
+            json!({"$ref": 5}),
+            json!({"$ref": "#/nope"}),
+            json!({"properties": {"a": {"$ref": "#/properties/a/x"}}}),
+            json!({"multipleOf": 0}),
+            json!({"minLength": -1}),
+            json!({"minLength": 1.5}),
+            json!({"title": 5}),
+            json!({"format": 5}),
+            json!({"enum": 5}),
+            json!({"$defs": {"a": {"type": 5}}}),
+            json!({"dependentRequired": {"a": ["b", "b"]}}),
+            json!({"x-foo": {"type": 5}, "$ref": "#/x-foo"}),
+            json!({"$schema": 7}),
+        ];
+        for schema in &malformed {
+            invalid(schema);
+            assert!(jsonschema::validator_for(schema).is_err(), "jsonschema accepts {schema}");
+        }
+        // The draft-07 spelling beside the 2020-12 one is ambiguous.
+        invalid(&json!({"items": [{}], "prefixItems": [{}]}));
+    }
+
+    #[test]
+    fn unsupported_keywords_are_listed() {
+        let schema = json!({
+            "pattern": "^a", "patternProperties": {"^a": {}}, "unevaluatedProperties": false,
+            "unevaluatedItems": false, "$dynamicRef": "#meta", "$dynamicAnchor": "meta",
+            "$recursiveRef": "#", "$recursiveAnchor": "x", "$anchor": "here",
+            "properties": {"a": {"$id": "https://example.com/a"}, "b": {"$ref": "https://example.com/b"},
+                "c": {"exclusiveMinimum": true}}
+        });
+        let expected = [
+            "$anchor",
+            "$dynamicAnchor",
+            "$dynamicRef",
+            "$id",
+            "$recursiveAnchor",
+            "$recursiveRef",
+            "$ref",
+            "exclusiveMinimum",
+            "pattern",
+            "patternProperties",
+            "unevaluatedItems",
+            "unevaluatedProperties",
+        ];
+        assert_eq!(refused(&schema), Refusal::Unsupported(expected.map(String::from).to_vec()));
+        let draft7 = "http://json-schema.org/draft-07/schema#";
+        let schema = json!({"$schema": draft7, "format": "date", "contentEncoding": "base64"});
+        assert_eq!(refused(&schema), Refusal::Unsupported(vec!["contentEncoding".into(), "format".into()]));
+        for other in ["https://json-schema.org/draft/2019-09/schema", "http://example.com/meta"] {
+            assert_eq!(refused(&json!({"$schema": other})), Refusal::Unsupported(vec!["$schema".into()]));
+        }
+        let nested = json!({"properties": {"a": {"$schema": draft7}}});
+        assert_eq!(refused(&nested), Refusal::Unsupported(vec!["$schema".into()]));
+        let message = refused(&json!({"pattern": "a"})).to_string();
+        assert_eq!(message, "uses keywords this check does not evaluate: pattern");
+    }
+
+    /// `value`, which must be shareable across threads.
+    fn shared<T: Send + Sync + Clone + 'static>(value: T) -> T {
+        value
+    }
+
+    #[test]
+    fn a_check_is_shared_across_threads() {
+        let check = shared(compiled(&json!({"type": "string"})));
+        let handle = std::thread::spawn(move || check.is_valid(&json!("a")));
+        assert!(handle.join().unwrap());
+        assert_eq!(shared(Refusal::Invalid("x".into())), Refusal::Invalid("x".into()));
+    }
+
+    #[test]
+    fn long_instances_are_cut_in_messages() {
+        let long: Vec<Value> = (0..1000).map(|i| json!(i)).collect();
+        let fault = compiled(&json!({"type": "string"})).first_fault(&Value::Array(long)).unwrap();
+        assert!(fault.message.len() < 140, "{}", fault.message);
+        assert!(fault.message.ends_with(r#"... is not of type "string""#), "{}", fault.message);
+        let wide = "é".repeat(200);
+        let fault = compiled(&json!({"maxLength": 3})).first_fault(&json!(wide)).unwrap();
+        assert!(fault.message.starts_with("\"éé") && fault.message.contains("..."), "{}", fault.message);
+    }
+
+    /// Hand-written schemas of every kind, the runtime's own tool input schemas among them.
+    const SCHEMAS: &str = r##"[
+        true, false, {},
+        {"type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]},
+        {"type": "object", "required": ["tz"]},
+        {"type": ["integer", "string"]},
+        {"type": "integer", "minimum": 0, "maximum": 4294967295},
+        {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 3, "multipleOf": 0.5},
+        {"multipleOf": 0.1},
+        {"enum": [1, "a", null, [1, 2], {"tz": "UTC"}]},
+        {"const": {"tz": "UTC"}},
+        {"type": "string", "minLength": 2, "maxLength": 5},
+        {"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3, "uniqueItems": true},
+        {"prefixItems": [{"type": "integer"}, {"type": "string"}], "items": false},
+        {"prefixItems": [{"type": "integer"}], "items": {"type": "string"}, "minItems": 2},
+        {"contains": {"type": "string"}, "minContains": 2, "maxContains": 3},
+        {"contains": {"type": "integer"}, "maxContains": 1},
+        {"contains": {"const": 1}, "minContains": 0},
+        {"minProperties": 1, "maxProperties": 2},
+        {"properties": {"a": {"type": "integer"}, "b": {"type": "string"}}, "additionalProperties": false},
+        {"additionalProperties": false},
+        {"properties": {"a": {}}, "additionalProperties": {"type": "string"}},
+        {"additionalProperties": {"type": "integer"}},
+        {"propertyNames": {"maxLength": 2}},
+        {"propertyNames": false},
+        {"dependentRequired": {"a": ["b", "c"]}},
+        {"dependentSchemas": {"a": {"properties": {"b": {"type": "string"}}}}},
+        {"dependencies": {"a": ["b"], "tz": {"required": ["extra"]}}},
+        {"allOf": [{"type": "object"}, {"required": ["a"]}, {"properties": {"a": {"type": "string"}}}]},
+        {"anyOf": [{"type": "string"}, {"type": "object", "required": ["tz"]}]},
+        {"oneOf": [{"type": "integer"}, {"minimum": 2}]},
+        {"not": {"type": ["object", "array"]}},
+        {"if": {"type": "object", "required": ["kind"]}, "then": {"required": ["side"]}, "else": {"type": "array"}},
+        {"if": {"minimum": 2}, "then": {"multipleOf": 2}},
+        {"$defs": {"pos": {"type": "integer", "minimum": 0}}, "type": "array", "items": {"$ref": "#/$defs/pos"}},
+        {"$ref": "#/$defs/s", "$defs": {"s": {"type": "string"}}, "minLength": 2},
+        {"definitions": {"n": {"type": "number"}},
+         "properties": {"a": {"$ref": "#/definitions/n"}, "b": {"$ref": "#/properties/a"}}},
+        {"$defs": {"node": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"},
+            "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}}, "$ref": "#/$defs/node"},
+        {"properties": {"a/b": {"type": "string"}, "c~d": {"type": "integer"}}},
+        {"type": "object", "properties": {"x": {"properties": {"y": {"items": {"type": "integer"}}}}}},
+        {"$schema": "http://json-schema.org/draft-07/schema#", "definitions": {"a": {"minimum": 3}},
+         "$ref": "#/definitions/a", "type": "string"},
+        {"$schema": "http://json-schema.org/draft-07/schema#",
+         "items": [{"type": "integer"}, {"type": "string"}], "additionalItems": false},
+        {"$schema": "http://json-schema.org/draft-07/schema#",
+         "items": [{"type": "integer"}], "additionalItems": {"type": "string"}},
+        {"$schema": "http://json-schema.org/draft-07/schema#", "prefixItems": [{"type": "string"}],
+         "contains": {"type": "integer"}, "minContains": 3, "dependentRequired": {"a": ["zz"]}},
+        {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+         "properties": {"when": {"type": "string", "format": "date-time"}}},
+        {"uniqueItems": true},
+        {"type": "object", "properties": {}},
+        {"type": "object", "properties": {"language": {"type": "string"}, "id": {"type": "string"},
+            "topic": {"type": "string"}}, "required": ["language"]},
+        {"type": "object", "properties": {"language": {"type": "string"},
+            "verb": {"type": "string", "enum": ["list", "get", "changed_since"]}, "kind": {"type": "string"},
+            "limit": {"type": "integer", "minimum": 1}}, "required": ["language", "verb"]},
+        {"type": "object", "properties": {"program": {}, "context": {}, "input": {"type": "object"},
+            "store": {"type": "boolean"}, "name": {"type": "string"}}, "required": ["program", "name"]}
+    ]"##;
+
+    /// Instances aimed at the schemas above and the generated ones below.
+    const INSTANCES: &str = r##"[
+        null, true, false, 0, 1, -1, 1.0, 1.5, 2, 3, 42, 255, 256, 4294967295, 4294967296, -0.5, 0.3, 1e300,
+        "", "a", "tz", "UTC", "Fast", "low", "hello world", "Unit",
+        [], [1], [1, "a"], [1, 1], [1.0, 1], ["a", "b", "c"], [[1, 2], [3]], [1, 2, 3, 4], [1, "a", "b", "c", 5],
+        {}, {"tz": "UTC"}, {"tz": 5}, {"tz": "UTC", "extra": 1}, {"a": 1, "b": "x"}, {"a/b": 1, "c~d": "x"},
+        {"a": 1, "b": 2, "c": 3}, {"abc": {"d": 1}},
+        {"kind": "Circle", "radius": 1.5}, {"kind": "Square", "side": 2}, {"kind": "Square", "side": -1},
+        {"kind": "Other"}, {"Int": 5}, {"Text": "x"}, {"Pair": [1, 2]}, {"Pair": [1, 300]}, {"Int": 1, "Text": "x"},
+        {"t": "X", "c": 5}, {"t": "Y", "c": {"z": true}}, {"t": "Y", "c": {"z": 1}},
+        {"name": "root", "children": [{"name": "a", "children": []}, {"name": 5, "children": [{"children": []}]}]},
+        {"tz": "UTC", "count": 3, "ratio": null, "tags": ["a", "b"], "mode": "Fast", "pair": [1, "x"],
+         "extra": {"k": 1}, "level": "low"},
+        {"tz": "UTC", "count": -3, "ratio": "x", "tags": ["a", 2], "mode": "Medium",
+         "shape": {"kind": "Square", "side": 1.5}, "pair": [300, 2, 3], "nested": {"tz": 1}, "extra": {"k": "v"}},
+        {"a": 70000, "b": true}, {"a": 1, "b": null, "c": 0}, {"a": "x", "b": "y"},
+        {"x": {"y": [1, 2, {"z": null}]}}, {"x": {"y": [1, "2"]}}, {"tags": ["a", "a"]}, {"opt": null},
+        {"language": "en", "verb": "list", "limit": 0}, {"language": "en", "verb": "find"},
+        {"program": "x", "name": "n", "input": [], "store": "yes"}, {"when": "yesterday"}
+    ]"##;
+
+    /// `ours` decides as `jsonschema` does on each instance: the same validity, the same set of
+    /// fault locations, a first fault among them. Returns how many instances were invalid.
+    fn agree(schema: &Value, instances: &[Value]) -> usize {
+        let mut invalid = 0;
+        let reference =
+            jsonschema::validator_for(schema).unwrap_or_else(|e| panic!("jsonschema: {schema}: {e}"));
+        let ours = compiled(schema);
+        for instance in instances {
+            let valid = reference.is_valid(instance);
+            invalid += usize::from(!valid);
+            let first = ours.first_fault(instance);
+            assert_eq!(first.is_none(), valid, "{schema} on {instance}: {first:?}");
+            assert_eq!(ours.is_valid(instance), valid, "{schema} on {instance}");
+            let theirs: BTreeSet<String> =
+                reference.iter_errors(instance).map(|e| e.instance_path().to_string()).collect();
+            let mine: BTreeSet<String> =
+                ours.faults(instance, usize::MAX).into_iter().map(|f| f.path).collect();
+            assert_eq!(mine, theirs, "{schema} on {instance}");
+            if let Some(first) = first {
+                assert!(theirs.contains(&first.path), "{schema} on {instance}: {first:?}");
+            }
+        }
+        invalid
+    }
+
+    /// Checks every schema against every instance, and against an instance made to conform to
+    /// it with each of its mutations; both outcomes must be well represented.
+    fn agree_all(schemas: &[Value]) {
+        let (mut invalid, mut total, mut conforming) = (0, 0, 0);
+        for schema in schemas {
+            let mut instances = instances();
+            let example = example(schema, schema, 0);
+            instances.extend(mutations(&example));
+            conforming += 1 - agree(schema, std::slice::from_ref(&example));
+            instances.push(example);
+            invalid += agree(schema, &instances);
+            total += instances.len();
+        }
+        let n = schemas.len();
+        eprintln!("{n} schemas: {invalid} invalid instances of {total}; {conforming} examples conform");
+        assert!(invalid > total / 5 && invalid < total * 19 / 20, "{invalid} of {total}");
+        assert!(conforming * 10 >= n * 8, "{conforming} of {n} examples conform");
+    }
+
+    /// An instance meant to conform to `schema` (`root` resolves its `$ref`s): the first
+    /// branch, value, type or bound each keyword offers.
+    fn example(root: &Value, schema: &Value, depth: u8) -> Value {
+        let Some(map) = schema.as_object().filter(|_| depth < 12) else { return Value::Null };
+        let deeper = |s: &Value| example(root, s, depth + 1);
+        if let Some(target) = map.get("$ref").and_then(Value::as_str) {
+            return root.pointer(target.trim_start_matches('#')).map(deeper).unwrap_or_default();
+        }
+        if let Some(value) = map.get("const").or_else(|| map.get("enum").and_then(|e| e.get(0))) {
+            return value.clone();
+        }
+        let branch = ["anyOf", "oneOf", "allOf"].iter().find_map(|k| map.get(*k).and_then(|b| b.get(0)));
+        if let Some(branch) = branch {
+            return deeper(branch);
+        }
+        let kind = match map.get("type") {
+            Some(Value::Array(kinds)) => kinds.iter().find(|k| *k != "null").and_then(Value::as_str),
+            Some(kind) => kind.as_str(),
+            None if map.contains_key("properties") => Some("object"),
+            None => None,
+        };
+        match kind {
+            Some("object") => {
+                let props = map.get("properties").and_then(Value::as_object).into_iter().flatten();
+                Value::Object(props.map(|(name, s)| (name.clone(), deeper(s))).collect())
+            }
+            Some("array") => {
+                let prefix = map.get("prefixItems").and_then(Value::as_array).into_iter().flatten();
+                let mut items: Vec<Value> = prefix.map(deeper).collect();
+                let least = map.get("minItems").and_then(Value::as_u64).unwrap_or(1);
+                while let Some(item) = map.get("items").filter(|_| (items.len() as u64) < least) {
+                    items.push(deeper(item));
+                }
+                Value::Array(items)
+            }
+            Some("string") => {
+                json!("x".repeat(map.get("minLength").and_then(Value::as_u64).unwrap_or(1) as usize))
+            }
+            Some("integer") => map.get("minimum").cloned().unwrap_or(json!(3)),
+            Some("number") => json!(1.5),
+            Some("boolean") => json!(true),
+            _ => Value::Null,
+        }
+    }
+
+    /// `value` with one location changed each: replaced by values of other types, or (for an
+    /// object member) removed, and `value` with an unknown member.
+    fn mutations(value: &Value) -> Vec<Value> {
+        let mut pointers = Vec::new();
+        let mut stack = vec![(String::new(), value)];
+        while let Some((at, here)) = stack.pop().filter(|_| pointers.len() < 40) {
+            match here {
+                Value::Object(m) => stack.extend(m.iter().map(|(k, v)| (format!("{at}/{}", escape(k)), v))),
+                Value::Array(a) => stack.extend(a.iter().enumerate().map(|(i, v)| (format!("{at}/{i}"), v))),
+                _ => {}
+            }
+            pointers.push(at);
+        }
+        let mut out = Vec::new();
+        for at in &pointers {
+            for other in [json!(null), json!("x"), json!(-7), json!({"zzz": [1.5]}), json!([true])] {
+                let mut changed = value.clone();
+                if let Some(slot) = changed.pointer_mut(at) {
+                    *slot = other;
+                    out.push(changed);
+                }
+            }
+            let (parent, name) = at.rsplit_once('/').unwrap_or_default();
+            let mut removed = value.clone();
+            if let Some(members) = removed.pointer_mut(parent).and_then(Value::as_object_mut) {
+                members.remove(&name.replace("~1", "/").replace("~0", "~"));
+                out.push(removed);
+            }
+        }
+        let mut extended = value.clone();
+        if let Some(members) = extended.as_object_mut() {
+            members.insert("zzz_unknown".into(), json!(1));
+        }
+        out.push(extended);
+        out
+    }
+
+    fn instances() -> Vec<Value> {
+        serde_json::from_str(INSTANCES).unwrap()
+    }
+
+    #[test]
+    fn hand_written_schemas_agree_with_jsonschema() {
+        let schemas: Vec<Value> = serde_json::from_str(SCHEMAS).unwrap();
+        assert!(schemas.len() >= 40, "{}", schemas.len());
+        agree_all(&schemas);
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    enum Mode {
+        Fast,
+        Slow,
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    #[serde(tag = "kind")]
+    enum Shape {
+        Circle { radius: f64 },
+        Square { side: u32 },
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    #[serde(rename_all = "snake_case")]
+    enum Level {
+        Low,
+        High,
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    struct Settings {
+        tz: String,
+        count: u32,
+        ratio: Option<f64>,
+        tags: Vec<String>,
+        mode: Mode,
+        shape: Option<Shape>,
+        pair: (u8, String),
+        nested: Option<Box<Settings>>,
+        extra: HashMap<String, i64>,
+        #[serde(default)]
+        level: Option<Level>,
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    enum Payload {
+        Int(i64),
+        Text(String),
+        Pair(u8, u8),
+        Unit,
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    struct Strict {
+        a: u16,
+        #[serde(default)]
+        b: Option<bool>,
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    #[serde(untagged)]
+    enum Either {
+        Number(u32),
+        Text(String),
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    struct Tree {
+        name: String,
+        children: Vec<Tree>,
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    #[serde(tag = "t", content = "c")]
+    enum Adjacent {
+        X(i32),
+        Y { z: bool },
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    struct Unique {
+        tags: std::collections::BTreeSet<String>,
+        opt: Option<Option<u8>>,
+    }
+
+    /// A type's schema as the runtime generates it for a tool's input (deserialized) and
+    /// output (serialized).
+    fn generated<T: JsonSchema>() -> [Value; 2] {
+        let input = SchemaSettings::draft2020_12().for_deserialize().with_transform(StandardFormats);
+        let output = SchemaSettings::draft2020_12().for_serialize().with_transform(StandardFormats);
+        [
+            input.into_generator().into_root_schema_for::<T>().to_value(),
+            output.into_generator().into_root_schema_for::<T>().to_value(),
+        ]
+    }
+
+    #[test]
+    fn generated_schemas_agree_with_jsonschema() {
+        let schemas = [
+            generated::<Settings>(),
+            generated::<Payload>(),
+            generated::<Strict>(),
+            generated::<Either>(),
+            generated::<Tree>(),
+            generated::<Adjacent>(),
+            generated::<Unique>(),
+            generated::<Shape>(),
+            generated::<Mode>(),
+            generated::<(u32, Option<String>)>(),
+        ];
+        agree_all(&schemas.concat());
+    }
+
+    /// `T`'s schema as `schema_for!` gives it, raw and standardized.
+    fn model<T: JsonSchema>() -> [Value; 2] {
+        let raw = serde_json::to_value(schemars::schema_for!(T)).unwrap();
+        [raw.clone(), standardize(raw)]
+    }
+
+    /// An `outputSchema` the way the server builds one: an `anyOf` of shapes sharing `$defs`.
+    fn union(shapes: impl FnOnce(&mut schemars::SchemaGenerator) -> Vec<schemars::Schema>) -> Value {
+        let mut generator = SchemaSettings::draft2020_12().for_serialize().into_generator();
+        let any_of: Vec<Value> = shapes(&mut generator).into_iter().map(schemars::Schema::to_value).collect();
+        let defs = generator.take_definitions(true);
+        json!({"type": "object", "anyOf": any_of, "$defs": defs})
+    }
+
+    #[test]
+    fn every_model_schema_compiles_and_agrees() {
+        use crate::model::{capabilities, catalog, diagnostic, errors, execution, guide, manifest, outcome};
+        use crate::model::{plan, risk, trace};
+        let mut schemas = vec![
+            model::<capabilities::CapabilitySettings>(),
+            model::<capabilities::CapabilityValue>(),
+            model::<capabilities::CapabilityDeclaration>(),
+            model::<catalog::CatalogEntry>(),
+            model::<catalog::CatalogList>(),
+            model::<catalog::CatalogGet>(),
+            model::<catalog::CatalogChange>(),
+            model::<catalog::ChangeKind>(),
+            model::<catalog::CatalogChanges>(),
+            model::<diagnostic::TextPosition>(),
+            model::<diagnostic::TextRange>(),
+            model::<diagnostic::Locator>(),
+            model::<diagnostic::Severity>(),
+            model::<diagnostic::Diagnostic>(),
+            model::<errors::ErrorKind>(),
+            model::<errors::ErrorBody>(),
+            model::<errors::RequestError>(),
+            model::<execution::ExecuteResponse>(),
+            model::<guide::GuideLevel>(),
+            model::<guide::Guide>(),
+            model::<guide::GuideIndex>(),
+            model::<guide::GuideFetch>(),
+            model::<manifest::LoopObject>(),
+            model::<manifest::LanguageEntry>(),
+            model::<manifest::LongRuns>(),
+            model::<manifest::Manifest>(),
+            model::<outcome::Outcome>(),
+            model::<plan::Arm>(),
+            model::<plan::PlanStep>(),
+            model::<plan::Plan>(),
+            model::<plan::ValidateResponse>(),
+            model::<risk::RiskHints>(),
+            model::<trace::Decision>(),
+            model::<trace::TraceStep>(),
+            model::<trace::Trace>(),
+            model::<trace::TraceLevelWire>(),
+            model::<trace::TraceFetchResponse>(),
+        ]
+        .concat();
+        schemas.extend(model_outputs());
+        agree_all(&schemas);
+    }
+
+    /// The `outputSchema`s of the fixed tools, built from the model types as the server does.
+    fn model_outputs() -> Vec<Value> {
+        use crate::model::{catalog, errors, execution, guide, manifest, plan, trace};
+        fn of<T: JsonSchema>(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+            g.subschema_for::<T>()
+        }
+        let error = of::<errors::RequestError>;
+        let outputs = vec![
+            union(|g| vec![of::<manifest::Manifest>(g), error(g)]),
+            union(|g| vec![of::<guide::GuideIndex>(g), of::<guide::GuideFetch>(g), error(g)]),
+            union(|g| {
+                let (list, get) = (of::<catalog::CatalogList>(g), of::<catalog::CatalogGet>(g));
+                vec![list, get, of::<catalog::CatalogChanges>(g), error(g)]
+            }),
+            union(|g| vec![of::<plan::ValidateResponse>(g), error(g)]),
+            union(|g| vec![of::<execution::ExecuteResponse>(g), error(g)]),
+            union(|g| vec![of::<trace::TraceFetchResponse>(g), error(g)]),
+        ];
+        outputs.into_iter().flat_map(|raw| [raw.clone(), standardize(raw)]).collect()
+    }
+}
