@@ -111,7 +111,9 @@ impl SchemaCheck {
     /// `iter_errors` finds them. An instance the check cannot finish within its bounds (work or
     /// depth) gets only one fault, at the root, saying so.
     pub fn faults(&self, instance: &Value, max: usize) -> Vec<Fault> {
-        if max == 0 {
+        // Conforming instances are the common case: the cheaper question first, describing
+        // faults (and tracking where they are) only when there are some.
+        if max == 0 || self.is_valid(instance) {
             return Vec::new();
         }
         let mut run = Run { budget: Budget::default(), path: Vec::new(), faults: Vec::new(), max };
@@ -1106,13 +1108,46 @@ impl Run<'_> {
     }
 }
 
+/// Up to this many names, a lookup compares them one by one; past it, it searches.
+const SCANNED: usize = 12;
+
 /// The schema of member `name` in sorted `properties`.
 fn property(props: &[(String, usize)], name: &str) -> Option<usize> {
+    if props.len() <= SCANNED {
+        return props.iter().find(|(p, _)| same(p, name)).map(|(_, id)| *id);
+    }
     props.binary_search_by(|(p, _)| p.as_str().cmp(name)).ok().and_then(|i| props.get(i)).map(|(_, id)| *id)
 }
 
+/// Whether `name` is among the sorted `known` names.
 fn is_known(known: &[String], name: &str) -> bool {
+    if known.len() <= SCANNED {
+        return known.iter().any(|k| same(k, name));
+    }
     known.binary_search_by(|k| k.as_str().cmp(name)).is_ok()
+}
+
+/// Whether `members` has `name`: by comparing names for a small object (cheaper than hashing
+/// the name), by hash for a large one.
+fn has(members: &Map<String, Value>, name: &str) -> bool {
+    if members.len() <= 2 * SCANNED {
+        members.keys().any(|key| same(key, name))
+    } else {
+        members.contains_key(name)
+    }
+}
+
+/// Equality of two names, compared in place when short (a library call costs more than the
+/// comparison itself).
+fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    if a.len() > 32 {
+        return a == b;
+    }
+    a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 impl SchemaCheck {
@@ -1148,9 +1183,9 @@ impl SchemaCheck {
                 self.contains_ok(budget, *node, *min, *max, items)
             }
             (Kw::Dependencies(deps), Value::Object(members)) => deps.iter().all(|(name, dep)| {
-                !members.contains_key(name)
+                !has(members, name)
                     || match dep {
-                        Dep::Required(names) => names.iter().all(|n| members.contains_key(n)),
+                        Dep::Required(names) => names.iter().all(|n| has(members, n)),
                         Dep::Schema(id) => self.valid(budget, *id, value),
                     }
             }),
@@ -1284,7 +1319,7 @@ impl SchemaCheck {
         members: &Map<String, Value>,
         value: &'i Value,
     ) {
-        for (_, dep) in deps.iter().filter(|(name, _)| members.contains_key(name)) {
+        for (_, dep) in deps.iter().filter(|(name, _)| has(members, name)) {
             match dep {
                 Dep::Required(names) => missing(names, members).for_each(|m| run.fault(m)),
                 Dep::Schema(id) => self.collect(run, *id, value),
@@ -1351,7 +1386,7 @@ fn leaf_ok(budget: &mut Budget, kw: &Kw, value: &Value) -> bool {
         (Kw::Length(limit, n), Value::String(s)) => limit.holds(length(s.chars().count()), *n),
         (Kw::ItemCount(limit, n), Value::Array(items)) => limit.holds(length(items.len()), *n),
         (Kw::PropCount(limit, n), Value::Object(members)) => limit.holds(length(members.len()), *n),
-        (Kw::Required(names), Value::Object(members)) => names.iter().all(|n| members.contains_key(n)),
+        (Kw::Required(names), Value::Object(members)) => names.iter().all(|n| has(members, n)),
         (Kw::UniqueItems, Value::Array(items)) => unique(budget, items),
         (Kw::Additional { known, rest: None }, Value::Object(members)) => {
             members.keys().all(|name| is_known(known, name))
@@ -1431,7 +1466,7 @@ fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
 fn missing<'a>(names: &'a [String], members: &'a Map<String, Value>) -> impl Iterator<Item = String> + 'a {
     names
         .iter()
-        .filter(|name| !members.contains_key(*name))
+        .filter(|name| !has(members, name))
         .map(|name| format!("{} is a required property", shown(&Value::String(name.clone()))))
 }
 
