@@ -6,7 +6,8 @@
 //! It reads JSON Schema 2020-12, the default, and draft-07 when the root's `$schema` names it
 //! (a `$ref` then hides its sibling keywords, and `format` asserts). Within 2020-12 the draft-07
 //! spellings are read too: `definitions`, `dependencies`, and an array-form `items` meaning
-//! `prefixItems` (with `additionalItems` then acting as `items`).
+//! `prefixItems` (with `additionalItems` then acting as `items`; `jsonschema` refuses that form
+//! under 2020-12).
 //!
 //! A schema is refused ([`Refusal`]) when it is malformed, or when it uses a keyword this check
 //! does not evaluate: `pattern` and `patternProperties` (they need regular expressions),
