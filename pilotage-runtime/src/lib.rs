@@ -41,6 +41,7 @@ pub mod prelude {
     pub use crate::model::diagnostic::TextRange;
     pub use crate::model::risk::RiskHints;
     pub use crate::server::Server;
+    #[cfg(feature = "http")]
     pub use crate::transport::HttpOptions;
     pub use serde_json::{json, Value as Json};
 }

@@ -17,6 +17,7 @@ use crate::ops::lookup::{self as catalog, ListQuery};
 use crate::ops::validate::{self, Derivation};
 use crate::state::catalog_history::changed_since;
 use crate::state::runs::RunRecord;
+#[cfg(feature = "sqlite")]
 use crate::state::{SharedState, SqliteState};
 use serde_json::json;
 use std::sync::Arc;
@@ -406,7 +407,8 @@ fn context_without_schema_and_missing_context_are_context_binding() {
     assert_eq!(found[0].code, "context_binding");
     assert_eq!(serde_json::to_value(&found[0].path).unwrap(), json!(""));
     assert!(validate::check_context(None, None).is_empty());
-    let schema = jsonschema::validator_for(&json!({"type": "object", "required": ["tz"]})).unwrap();
+    let schema =
+        crate::model::check::SchemaCheck::new(&json!({"type": "object", "required": ["tz"]})).unwrap();
     assert_eq!(validate::check_context(Some(&schema), None)[0].code, "context_binding");
     assert!(validate::check_context(Some(&schema), Some(&json!({"tz": "UTC"}))).is_empty());
     assert_eq!(validate::check_context(Some(&schema), Some(&json!({}))).len(), 1);
@@ -480,6 +482,7 @@ fn summary_truncation_has_the_documented_form() {
     assert_eq!(t["preview"].as_str().unwrap().chars().count(), 200);
 }
 
+#[cfg(feature = "sqlite")]
 #[tokio::test]
 async fn sqlite_store_survives_reopen_and_expires() {
     let dir = std::env::temp_dir().join(format!("pilotage-store-{}", std::process::id()));
@@ -664,6 +667,7 @@ fn session_run_stores_evict_the_oldest_past_their_caps() {
 }
 
 /// A finished run of owner `o` without output, as the store tests keep it.
+#[cfg(feature = "sqlite")]
 fn old_run() -> RunRecord {
     RunRecord {
         run_id: "run_old".into(),
@@ -677,6 +681,7 @@ fn old_run() -> RunRecord {
     }
 }
 
+#[cfg(feature = "sqlite")]
 #[tokio::test]
 async fn sqlite_store_purges_expired_runs_and_keys() {
     use crate::state::{Claimed, KeyRef};
@@ -694,6 +699,7 @@ async fn sqlite_store_purges_expired_runs_and_keys() {
     assert_eq!(store.claim_key(k2, "f", hour).await.unwrap(), Claimed::Replay(json!({})));
 }
 
+#[cfg(feature = "sqlite")]
 #[tokio::test]
 async fn an_sqlite_file_of_the_first_schema_migrates_and_keeps_its_runs() {
     let dir = std::env::temp_dir().join(format!("pilotage-migrate-{}", std::process::id()));

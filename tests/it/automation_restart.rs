@@ -107,7 +107,7 @@ fn a_duration_retention_needs_a_durable_store() {
         pilotage::Server::builder().language(automation::Automation::new).build().err().expect("refused");
     assert_eq!(
         refused.problems,
-        ["Language automation/v1: retention PT1H promises durability across restarts; configure a durable store with ServerBuilder::state (SqliteState, or PostgresState for several replicas)"]
+        ["Language automation/v1: retention PT1H promises durability across restarts; configure a durable store with ServerBuilder::state (SqliteState with the feature `sqlite`, or PostgresState with the feature `postgres` for several replicas)"]
     );
     let in_memory = pilotage::state::SqliteState::in_memory().unwrap();
     let refused = pilotage::Server::builder()

@@ -38,8 +38,8 @@ fn a_fresh_crate_following_use_it_in_your_crate_builds_and_its_tests_pass() {
     let toml = section_blocks(readme, "Use it in your crate", "toml");
     let rust = section_blocks(readme, "Use it in your crate", "rust");
     assert_eq!((toml.len(), rust.len()), (1, 2), "the section shows Cargo.toml, main and the tests");
-    let dependencies = toml[0]
-        .replace("pilotage = \"0.1\"", &format!("pilotage = {{ path = {:?} }}", root.display().to_string()));
+    let path = format!("pilotage = {{ path = {:?}", root.display().to_string());
+    let dependencies = toml[0].replace("pilotage = { version = \"0.1\"", &path);
     assert!(dependencies.contains("path ="), "the section's pilotage dependency: {}", toml[0]);
     let engine = section_blocks(readme, "A minimal engine", "rust").remove(0);
     let engine = engine.split("#[tokio::main]").next().expect("the engine before its main");

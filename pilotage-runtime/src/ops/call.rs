@@ -47,9 +47,13 @@ impl EngineCall {
     /// returns, so an engine that ignores its signal still counts against the cap.
     pub async fn run<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> Result<T, CallEnd> {
         let deadline = tokio::time::Instant::from_std(self.deadline);
-        let permit = match tokio::time::timeout_at(deadline, self.slots.clone().acquire_owned()).await {
-            Ok(Ok(permit)) => permit,
-            _ => return Err(CallEnd::Busy),
+        // A free slot is taken at once, without arming a timer for the wait.
+        let permit = match self.slots.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => match tokio::time::timeout_at(deadline, self.slots.clone().acquire_owned()).await {
+                Ok(Ok(permit)) => permit,
+                _ => return Err(CallEnd::Busy),
+            },
         };
         let bounds = self.bounds.clone();
         let task = tokio::task::spawn_blocking(move || {

@@ -24,6 +24,7 @@ use self::call::{CallEnd, EngineCall};
 
 use crate::engine::{CatalogSnapshot, Engine, LanguageSpec, Limits};
 use crate::model::capabilities::{Capability, CapabilityDeclaration};
+use crate::model::check::SchemaCheck;
 use crate::model::errors::{ErrorKind, RequestError};
 use crate::state::promotions::Promoted;
 use crate::state::session::Session;
@@ -62,7 +63,7 @@ pub(crate) struct Hosted {
     pub spec: &'static LanguageSpec,
     pub effective: CapabilityDeclaration,
     pub limits: Limits,
-    pub context_validator: Option<jsonschema::Validator>,
+    pub context_validator: Option<SchemaCheck>,
 }
 
 /// What an operation on one Language is handed: the Language, its index on the server, the

@@ -12,6 +12,7 @@ use super::{Ctx, LoopArgs, OpResult};
 use crate::engine::validation::{ValidateRequest, ValidationCore};
 use crate::engine::CatalogSnapshot;
 use crate::model::capabilities::Capability;
+use crate::model::check::{SchemaCheck, MAX_FAULTS};
 use crate::model::diagnostic::{reserved_char, Diagnostic, Locator, Severity, TextRange};
 use crate::model::errors::{ErrorKind, RequestError};
 use crate::model::plan::{Plan, ValidateResponse};
@@ -188,10 +189,7 @@ fn left_out(n: usize, kept: usize, error: bool, at: Locator) -> Diagnostic {
 
 /// Context findings (Part II §6.4): with a schema, missing or non-conforming context is a
 /// `context_binding` error; without one, any supplied context is.
-pub(crate) fn check_context(
-    schema: Option<&jsonschema::Validator>,
-    context: Option<&Value>,
-) -> Vec<Diagnostic> {
+pub(crate) fn check_context(schema: Option<&SchemaCheck>, context: Option<&Value>) -> Vec<Diagnostic> {
     let error =
         |path: String, message: String| Diagnostic::new(Severity::Error, "context_binding", path, message);
     match (schema, context) {
@@ -204,7 +202,7 @@ pub(crate) fn check_context(
             "this Language requires `context` (see context_schema in the manifest)".into(),
         )],
         (Some(v), Some(ctx)) => {
-            v.iter_errors(ctx).map(|e| error(e.instance_path().to_string(), e.to_string())).collect()
+            v.faults(ctx, MAX_FAULTS).into_iter().map(|f| error(f.path, f.message)).collect()
         }
     }
 }

@@ -15,6 +15,7 @@ use super::tools::{self, ToolEntry};
 use super::{Factory, Server, Shared};
 use crate::engine::{Engine, Limits};
 use crate::model::capabilities::CapabilityDeclaration;
+use crate::model::check::SchemaCheck;
 use crate::model::declaration::Retention;
 use crate::model::manifest::{EXTENSION_ID, PILOTAGE_VERSION};
 use crate::ops::{learn, Hosted};
@@ -200,13 +201,8 @@ impl ServerBuilder {
             let spec = factory().language_spec();
             let effective = CapabilityDeclaration::effective(self.defaults.as_ref(), &spec.capabilities);
             let context_validator = spec.context_schema.as_ref().and_then(|s| {
-                jsonschema::validator_for(s)
-                    .map_err(|e| {
-                        problems.push(format!(
-                            "Language {}: context_schema is not a valid JSON Schema: {e}",
-                            spec.name
-                        ))
-                    })
+                SchemaCheck::new(s)
+                    .map_err(|e| problems.push(format!("Language {}: its context_schema {e}", spec.name)))
                     .ok()
             });
             langs.push(Hosted { spec, effective, limits: limits.unwrap_or(spec.limits), context_validator });
@@ -236,7 +232,7 @@ impl ServerBuilder {
                 && !self.state.as_ref().is_some_and(|s| s.durable())
             {
                 problems.push(format!(
-                    "Language {}: retention {} promises durability across restarts; configure a durable store with ServerBuilder::state (SqliteState, or PostgresState for several replicas)",
+                    "Language {}: retention {} promises durability across restarts; configure a durable store with ServerBuilder::state (SqliteState with the feature `sqlite`, or PostgresState with the feature `postgres` for several replicas)",
                     e.name,
                     retention.map(Retention::as_str).unwrap_or_default()
                 ));

@@ -78,12 +78,12 @@ const AMBIENT: &str = "ambient";
 
 /// Whether the request came over HTTP (rmcp hands the handler the HTTP request's head).
 fn is_http(context: &RequestContext<RoleServer>) -> bool {
-    context.extensions.get::<axum::http::request::Parts>().is_some()
+    context.extensions.get::<http::request::Parts>().is_some()
 }
 
 /// The caller the HTTP edge's authenticator verified for this request, if any.
 fn verified(context: &RequestContext<RoleServer>) -> Option<Caller> {
-    context.extensions.get::<axum::http::request::Parts>()?.extensions.get::<Caller>().cloned()
+    context.extensions.get::<http::request::Parts>()?.extensions.get::<Caller>().cloned()
 }
 
 /// The refusal of an unverified HTTP request on a server that verifies its callers (its router

@@ -18,7 +18,7 @@ use crate::engine::Caller;
 /// the server. It must not panic, whatever the request holds.
 pub trait Authenticator: Send + Sync + 'static {
     /// The verified caller of the request with head `parts`, or why it is refused.
-    fn authenticate(&self, parts: &axum::http::request::Parts) -> Result<Caller, AuthRefusal>;
+    fn authenticate(&self, parts: &http::request::Parts) -> Result<Caller, AuthRefusal>;
 }
 
 /// The RFC 6750 §3.1 error codes of a refused bearer credential.

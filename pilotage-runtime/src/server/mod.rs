@@ -108,6 +108,7 @@ impl Server {
     }
 
     /// How this server tells its callers apart (the transports read its authenticator).
+    #[cfg(feature = "http")]
     pub(crate) fn identity(&self) -> &identity::Identity {
         &self.shared.identity
     }

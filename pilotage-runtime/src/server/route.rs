@@ -27,9 +27,9 @@ pub(super) async fn call(
         return Err(McpError::invalid_params(format!("Unknown tool: {name}"), None));
     };
     let as_value = Value::Object(args);
-    if let Some(fault) = entry.input.iter_errors(&as_value).next() {
+    if let Some(fault) = entry.input.first_fault(&as_value) {
         return Err(McpError::invalid_params(
-            format!("Invalid arguments for tool {name}: {fault} (at '{}')", fault.instance_path()),
+            format!("Invalid arguments for tool {name}: {} (at '{}')", fault.message, fault.path),
             None,
         ));
     }
@@ -73,7 +73,8 @@ pub(super) async fn call(
         })?,
     };
     if cfg!(debug_assertions) && !matches!(entry.route, Route::Plain(_) | Route::Promote(_)) {
-        if let Some(fault) = entry.output.iter_errors(&reply.structured).next() {
+        if let Some(fault) = entry.output.as_ref().and_then(|check| check.first_fault(&reply.structured)) {
+            let fault = format!("{} (at '{}')", fault.message, fault.path);
             tracing::error!(tool = name, %fault, "result does not match the advertised outputSchema");
             return Ok(Reply::error(RequestError::internal(format!(
                 "result of {name} does not match its outputSchema: {fault}"

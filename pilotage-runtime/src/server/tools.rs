@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use super::schemas as schema;
 use crate::model::capabilities::Capability;
+use crate::model::check::SchemaCheck;
 use crate::model::manifest::{CATALOG_TOOL, EXTENSION_ID, GUIDE_TOOL, MANIFEST_TOOL};
 use crate::model::schema::standardize;
 use crate::ops::Hosted;
@@ -37,8 +38,10 @@ pub(crate) enum Route {
 pub(crate) struct ToolEntry {
     pub tool: Tool,
     pub route: Route,
-    pub input: jsonschema::Validator,
-    pub output: jsonschema::Validator,
+    pub input: SchemaCheck,
+    /// The check of the tool's results against its `outputSchema` (debug builds), for the
+    /// runtime's own tools; a plain or promote tool's result is the engine's (never checked).
+    pub output: Option<SchemaCheck>,
 }
 
 fn object(v: Value) -> Arc<JsonObject> {
@@ -69,10 +72,11 @@ fn entry(
 ) -> Result<ToolEntry, String> {
     // The one place every advertised schema passes: only standard JSON Schema on the wire.
     let (input, output) = (standardize(input), standardize(output));
-    let input_validator =
-        jsonschema::validator_for(&input).map_err(|e| format!("tool {name}: bad input schema: {e}"))?;
-    let output_validator =
-        jsonschema::validator_for(&output).map_err(|e| format!("tool {name}: bad output schema: {e}"))?;
+    let input_check = SchemaCheck::new(&input).map_err(|e| format!("tool {name}: its inputSchema {e}"))?;
+    let output_check = match &route {
+        Route::Plain(_) | Route::Promote(_) => None,
+        _ => Some(SchemaCheck::new(&output).map_err(|e| format!("tool {name}: its outputSchema {e}"))?),
+    };
     let mut tool = Tool::default();
     tool.name = name.to_owned().into();
     tool.description = Some(description.into());
@@ -84,7 +88,7 @@ fn entry(
         meta.insert(EXTENSION_ID.to_owned(), m);
         tool.meta = Some(MetaObject(meta));
     }
-    Ok(ToolEntry { tool, route, input: input_validator, output: output_validator })
+    Ok(ToolEntry { tool, route, input: input_check, output: output_check })
 }
 
 fn with_doc(base: String, doc: &str) -> String {

@@ -14,6 +14,7 @@ pub mod promotions;
 pub mod runs;
 pub(crate) mod session;
 pub mod shared;
+#[cfg(feature = "sqlite")]
 pub mod sqlite;
 #[doc(hidden)]
 pub mod suite;
@@ -24,6 +25,7 @@ pub use self::memory::MemoryState;
 pub use self::postgres::PostgresState;
 pub use self::runs::{MemoryRunStore, RunRecord};
 pub use self::shared::{Claimed, KeyRef, SharedState, StoreError, StoreResult, Stored, HISTORY_DEPTH};
+#[cfg(feature = "sqlite")]
 pub use self::sqlite::SqliteState;
 pub use self::tasks::{TaskRecord, TaskState};
 

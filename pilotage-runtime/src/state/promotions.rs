@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 use crate::engine::catalog::CatalogSnapshot;
 use crate::engine::run::SubProgram;
 use crate::model::catalog::CatalogEntry;
+use crate::model::check::{SchemaCheck, MAX_FAULTS};
 use crate::model::diagnostic::{Diagnostic, Severity};
 use crate::model::plan::Plan;
 
@@ -26,7 +27,7 @@ pub struct Promoted {
     pub body: Arc<Value>,
     /// Load-bearing fields of every referenced entry at promotion time (`null`: absent).
     pub baseline: BTreeMap<String, Value>,
-    input: jsonschema::Validator,
+    input: SchemaCheck,
 }
 
 /// The fields of an entry a promoted program depends on (Part II §5.4): never `revision`,
@@ -70,8 +71,7 @@ impl Promoted {
         if !input_schema.is_object() {
             return Err("`input_schema` must be a JSON Schema object".into());
         }
-        let input = jsonschema::validator_for(&input_schema)
-            .map_err(|e| format!("`input_schema` is not a valid JSON Schema: {e}"))?;
+        let input = SchemaCheck::new(&input_schema).map_err(|e| format!("`input_schema` {e}"))?;
         let baseline: BTreeMap<String, Value> = p
             .plan
             .steps
@@ -118,8 +118,7 @@ impl Promoted {
         }
         let kept: Kept = serde_json::from_value(record).map_err(|e| format!("unreadable promotion: {e}"))?;
         let schema = kept.entry.input_schema.clone().unwrap_or_else(|| json!({"type": "object"}));
-        let input =
-            jsonschema::validator_for(&schema).map_err(|e| format!("unreadable promotion schema: {e}"))?;
+        let input = SchemaCheck::new(&schema).map_err(|e| format!("unreadable promotion schema: it {e}"))?;
         Ok(Promoted { entry: kept.entry, body: Arc::new(kept.body), baseline: kept.baseline, input })
     }
 
@@ -137,15 +136,9 @@ impl Promoted {
         let empty = json!({});
         let input = input.unwrap_or(&empty);
         self.input
-            .iter_errors(input)
-            .map(|e| {
-                Diagnostic::new(
-                    Severity::Error,
-                    "input_binding",
-                    e.instance_path().to_string(),
-                    e.to_string(),
-                )
-            })
+            .faults(input, MAX_FAULTS)
+            .into_iter()
+            .map(|f| Diagnostic::new(Severity::Error, "input_binding", f.path, f.message))
             .collect()
     }
 }

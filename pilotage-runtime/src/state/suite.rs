@@ -226,6 +226,7 @@ mod tests {
         state_suite(Arc::new(crate::state::MemoryState::default())).await;
     }
 
+    #[cfg(feature = "sqlite")]
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn sqlite_state_passes_the_suite() {
         state_suite(Arc::new(crate::state::SqliteState::in_memory().unwrap())).await;

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::client::{Client, ToolResult};
 use super::ran::Ran;
+#[cfg(feature = "sqlite")]
 use super::store::TempStore;
 use crate::engine::Engine;
 use crate::model::declaration::Retention;
@@ -26,12 +27,35 @@ pub struct Kit<E: Engine> {
     client: Client,
     runtime: tokio::runtime::Runtime,
     /// The durable store of a Language with a duration retention (dropped after the server).
-    _store: Option<TempStore>,
+    _store: KeptStore,
+}
+
+/// What a kit keeps of its temporary durable store.
+#[cfg(feature = "sqlite")]
+type KeptStore = Option<TempStore>;
+/// What a kit keeps of its temporary durable store: nothing without the feature `sqlite`.
+#[cfg(not(feature = "sqlite"))]
+type KeptStore = ();
+
+/// A [`TempStore`] behind `builder` when the Language's retention is `durable`.
+#[cfg(feature = "sqlite")]
+fn durable_store(builder: ServerBuilder, durable: bool) -> (ServerBuilder, KeptStore) {
+    match durable.then(|| TempStore::new("testkit")) {
+        Some(store) => (builder.state(Arc::new(store.open())), Some(store)),
+        None => (builder, None),
+    }
+}
+
+/// Without the feature `sqlite`, a durable retention is left to the builder (which refuses it
+/// unless `configure` gives it a durable store).
+#[cfg(not(feature = "sqlite"))]
+fn durable_store(builder: ServerBuilder, _durable: bool) -> (ServerBuilder, KeptStore) {
+    (builder, ())
 }
 
 impl<E: Engine> Kit<E> {
     /// Serve `engine` with the default builder. A Language whose retention is an ISO 8601
-    /// duration gets a durable store in a [`TempStore`], deleted with the kit.
+    /// duration gets a durable store in a `TempStore` (feature `sqlite`), deleted with the kit.
     ///
     /// # Panics
     /// When the server does not build.
@@ -48,13 +72,10 @@ impl<E: Engine> Kit<E> {
     pub fn with(engine: E, configure: impl FnOnce(ServerBuilder) -> ServerBuilder) -> Kit<E> {
         let engine = Arc::new(engine);
         let shared = engine.clone();
-        let mut builder =
+        let builder =
             Server::builder().name("pilotage-testkit", "0").engine(move || shared.clone() as Arc<dyn Engine>);
         let durable = matches!(engine.language_spec().retention, Some(Retention::Duration { .. }));
-        let store = durable.then(|| TempStore::new("testkit"));
-        if let Some(store) = &store {
-            builder = builder.state(Arc::new(store.open()));
-        }
+        let (builder, store) = durable_store(builder, durable);
         let server = configure(builder).build().unwrap_or_else(|e| panic!("the server does not build: {e}"));
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)

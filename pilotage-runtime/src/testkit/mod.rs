@@ -31,6 +31,7 @@ mod findings;
 mod guides;
 mod kit;
 mod ran;
+#[cfg(feature = "sqlite")]
 mod store;
 
 pub use self::client::{Client, ToolResult};
@@ -38,6 +39,7 @@ pub use self::findings::{findings, has, locator};
 pub use self::guides::{fenced_blocks, guide, guides};
 pub use self::kit::Kit;
 pub use self::ran::{check_correspondence, Ran};
+#[cfg(feature = "sqlite")]
 pub use self::store::TempStore;
 pub use crate::ops::validate::{derive, Derivation};
 pub use crate::state::suite::state_suite;

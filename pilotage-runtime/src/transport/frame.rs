@@ -66,6 +66,7 @@ pub(crate) fn judge(text: &[u8], result_type: bool) -> Judged {
 /// What the HTTP edge reads of a frame before rmcp parses it: the request id and whether it is
 /// an `initialize` request. Read without building the frame's tree (every other member is
 /// skipped), so an ordinary frame is parsed into a message only once, by rmcp.
+#[cfg(feature = "http")]
 #[derive(Debug, PartialEq)]
 pub(crate) struct Probe {
     /// The request id (`null` for a notification or a response).
@@ -76,6 +77,7 @@ pub(crate) struct Probe {
 
 /// The [`Probe`] of `text`, or `None` when it is not a JSON object with a well-typed `id` and
 /// `method` within the parse depth: such a frame goes to [`judge`] instead.
+#[cfg(feature = "http")]
 pub(crate) fn probe(text: &[u8]) -> Option<Probe> {
     #[derive(Deserialize)]
     struct Shape<'a> {
@@ -382,6 +384,7 @@ fn scalar_end(text: &[u8], start: usize) -> Result<usize, String> {
 mod tests {
     use super::*;
 
+    #[cfg(feature = "http")]
     #[test]
     fn probe_reads_the_id_and_initialize_of_ordinary_frames_only() {
         let probe = |text: &str| probe(text.as_bytes());

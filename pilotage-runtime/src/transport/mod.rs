@@ -16,19 +16,22 @@
 //! answered, and a `tools/call` nested too deep for a JSON parser gets the runtime's
 //! `bounds_exceeded` result.
 
+#[cfg(feature = "http")]
 pub mod auth;
+#[cfg(feature = "http")]
 mod edge;
 mod frame;
+#[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "jwt")]
 pub mod jwt;
+#[cfg(feature = "http")]
 mod sessions;
 pub mod stdio;
 
+#[cfg(feature = "http")]
 pub use self::http::{mcp_service, raise_nofile_limit, serve_http, serve_listener, HttpOptions};
 pub use self::stdio::{serve_lines, serve_stdio};
-
-use std::net::SocketAddr;
 
 use crate::server::Server;
 
@@ -47,7 +50,11 @@ impl Server {
     {
         stdio::serve_lines(self.handler(), reader, writer).await
     }
+}
 
+/// Serving a built [`Server`] over Streamable HTTP (feature `http`).
+#[cfg(feature = "http")]
+impl Server {
     /// An axum router serving Streamable HTTP at its root; mount it with `nest_service`. The
     /// builder's authenticator and protected resource, when set, replace those of `options`.
     pub fn router(&self, options: HttpOptions) -> axum::Router {
@@ -68,7 +75,7 @@ impl Server {
     }
 
     /// Serve Streamable HTTP at `http://addr/mcp` until ctrl-c (see [`http::serve_http`]).
-    pub async fn serve_http(&self, addr: SocketAddr, options: HttpOptions) -> std::io::Result<()> {
+    pub async fn serve_http(&self, addr: std::net::SocketAddr, options: HttpOptions) -> std::io::Result<()> {
         let server = self.clone();
         let options = self.identify(options);
         http::serve_http(move || server.handler(), addr, options).await

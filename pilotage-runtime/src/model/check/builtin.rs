@@ -1,4 +1,4 @@
-//! A JSON Schema check without regular expressions: [`SchemaCheck`] compiles a schema once into
+//! A JSON Schema check without regular expressions: [`BuiltIn`] compiles a schema once into
 //! a small tree of keyword nodes (subschemas and `$ref` targets are indices into one table) and
 //! checks instances against it on every call, deciding what `jsonschema::validator_for(schema)`
 //! decides with its defaults.
@@ -24,7 +24,7 @@
 //! recurses without a bound.
 //!
 //! Faults carry the instance location as a JSON Pointer and a message in the words of
-//! `jsonschema`; [`SchemaCheck::faults`] collects them as its `iter_errors` does: `anyOf`,
+//! `jsonschema`; [`BuiltIn::faults`] collects them as its `iter_errors` does: `anyOf`,
 //! `oneOf`, `not` and `contains` fail with one fault at their location, `allOf`, `$ref`, `if`
 //! (through `then`/`else`) and the dependencies pass on the faults of their subschemas.
 
@@ -50,7 +50,7 @@ const LISTED: usize = 10;
 /// A compiled check of instances against one JSON Schema (2020-12; the draft-07 spellings
 /// schemars and hand-written schemas use are read too).
 #[derive(Debug, Clone)]
-pub struct SchemaCheck {
+pub struct BuiltIn {
     nodes: Vec<Node>,
 }
 
@@ -87,11 +87,11 @@ impl fmt::Display for Refusal {
 
 impl std::error::Error for Refusal {}
 
-impl SchemaCheck {
+impl BuiltIn {
     /// Compiles `schema`. Err(reason) when it is not a schema (not an object or boolean, a
     /// keyword of the wrong type, a `$ref` that does not resolve inside the document) or when it
     /// uses a keyword this check cannot evaluate (see [`Refusal::Unsupported`]).
-    pub fn new(schema: &Value) -> Result<SchemaCheck, Refusal> {
+    pub fn new(schema: &Value) -> Result<BuiltIn, Refusal> {
         if deeper_than(schema, MAX_SCHEMA_DEPTH) {
             let reason = format!("the schema is nested deeper than {MAX_SCHEMA_DEPTH} levels");
             return Err(Refusal::Invalid(reason));
@@ -447,7 +447,7 @@ impl<'s> Compiler<'s> {
 
     /// The check, or why there is none: unsupported keywords first, then a `$ref` the root
     /// reaches that does not resolve, then a `$ref` cycle that never descends into the instance.
-    fn finish(self) -> Result<SchemaCheck, Refusal> {
+    fn finish(self) -> Result<BuiltIn, Refusal> {
         if !self.unsupported.is_empty() {
             return Err(Refusal::Unsupported(self.unsupported.into_iter().collect()));
         }
@@ -462,7 +462,7 @@ impl<'s> Compiler<'s> {
                 "#{at} refers back to itself without descending into the instance (a $ref cycle)"
             )));
         }
-        Ok(SchemaCheck { nodes: self.nodes })
+        Ok(BuiltIn { nodes: self.nodes })
     }
 
     /// The node of the schema at `pointer`, queued for compilation on first sight.
@@ -1151,7 +1151,7 @@ fn same(a: &str, b: &str) -> bool {
     a.iter().zip(b).all(|(x, y)| x == y)
 }
 
-impl SchemaCheck {
+impl BuiltIn {
     /// Whether `value` conforms to node `id`.
     fn valid(&self, budget: &mut Budget, id: usize, value: &Value) -> bool {
         let Some(node) = self.nodes.get(id) else { return true };
@@ -1843,8 +1843,8 @@ mod tests {
     use super::*;
     use crate::model::schema::{standardize, StandardFormats};
 
-    fn compiled(schema: &Value) -> SchemaCheck {
-        SchemaCheck::new(schema).unwrap_or_else(|e| panic!("{schema}: {e}"))
+    fn compiled(schema: &Value) -> BuiltIn {
+        BuiltIn::new(schema).unwrap_or_else(|e| panic!("{schema}: {e}"))
     }
 
     /// `schema` passes `good` and fails `bad` first at `path` with `message`.
@@ -2041,7 +2041,7 @@ mod tests {
     }
 
     fn refused(schema: &Value) -> Refusal {
-        match SchemaCheck::new(schema) {
+        match BuiltIn::new(schema) {
             Ok(_) => panic!("{schema} should be refused"),
             Err(refusal) => refusal,
         }
@@ -2061,7 +2061,7 @@ mod tests {
         );
         invalid(&json!({"properties": {"x": {"if": {"$ref": "#/properties/x"}, "then": {}}}}));
         // A cycle the root never reaches is never evaluated (jsonschema accepts it too).
-        assert!(SchemaCheck::new(&json!({"$defs": {"a": {"$ref": "#/$defs/a"}}})).is_ok());
+        assert!(BuiltIn::new(&json!({"$defs": {"a": {"$ref": "#/$defs/a"}}})).is_ok());
         // A recursion through members or items descends into the instance: it ends.
         let tree =
             json!({"$defs": {"n": {"type": "array", "items": {"$ref": "#/$defs/n"}}}, "$ref": "#/$defs/n"});
