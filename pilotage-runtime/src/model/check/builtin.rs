@@ -2645,4 +2645,121 @@ mod tests {
         ];
         outputs.into_iter().flat_map(|raw| [raw.clone(), standardize(raw)]).collect()
     }
+
+    /// A small deterministic generator (a linear congruential one) for random schemas.
+    struct Random(u64);
+
+    impl Random {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (self.0 >> 33) % n.max(1)
+        }
+
+        fn pick(&mut self, values: &[Value]) -> Value {
+            let i = usize::try_from(self.below(values.len() as u64)).unwrap();
+            values[i].clone()
+        }
+
+        fn number(&mut self) -> Value {
+            let numbers = [0, 1, -1, 2, 3, 10].map(|n| json!(n));
+            let floats = [2.5, 0.1, 0.3, 1.0, -0.5, 1e20, 0.7, 1.1, 4.4].map(|f| json!(f));
+            let mut all = numbers.to_vec();
+            all.extend(floats);
+            all.push(json!(9007199254740993u64));
+            self.pick(&all)
+        }
+
+        fn instance(&mut self, depth: u32) -> Value {
+            match self.below(if depth > 2 { 5 } else { 8 }) {
+                0 => Value::Null,
+                1 => json!(self.below(2) == 0),
+                2 | 3 => self.number(),
+                4 => self.pick(&["", "a", "ab", "abc", "é", "b"].map(|s| json!(s))),
+                5 | 6 => Value::Array((0..self.below(4)).map(|_| self.instance(depth + 1)).collect()),
+                _ => {
+                    let names = ["a", "b", "c", "ab"].map(|s| json!(s));
+                    let members = (0..self.below(4)).map(|_| {
+                        let name = self.pick(&names).as_str().unwrap_or_default().to_owned();
+                        (name, self.instance(depth + 1))
+                    });
+                    Value::Object(members.collect())
+                }
+            }
+        }
+
+        fn schema(&mut self, depth: u32) -> Value {
+            if depth > 3 || self.below(6) == 0 {
+                return json!(self.below(4) != 0);
+            }
+            let members = (0..1 + self.below(3)).map(|_| self.keyword(depth + 1));
+            Value::Object(members.map(|(k, v)| (k.to_owned(), v)).collect())
+        }
+
+        fn keyword(&mut self, d: u32) -> (&'static str, Value) {
+            let types = ["integer", "number", "string", "object", "array", "boolean"].map(|t| json!(t));
+            match self.below(31) {
+                0 => ("type", self.pick(&types)),
+                1 => ("enum", json!([self.instance(2), self.instance(2), 1])),
+                2 => ("const", self.instance(2)),
+                3 => ("multipleOf", self.pick(&[json!(2), json!(0.1), json!(0.5), json!(1.5), json!(0.01)])),
+                4 => ("minimum", self.number()),
+                5 => ("maximum", self.number()),
+                6 => ("exclusiveMinimum", self.number()),
+                7 => ("exclusiveMaximum", self.number()),
+                8 => ("minLength", json!(self.below(3))),
+                9 => ("maxLength", json!(self.below(3))),
+                10 => ("minItems", json!(self.below(3))),
+                11 => ("maxItems", json!(self.below(3))),
+                12 => ("uniqueItems", json!(true)),
+                13 => ("contains", self.schema(d)),
+                14 => ("minContains", json!(self.below(3))),
+                15 => ("maxContains", json!(self.below(3))),
+                16 => ("required", json!([if self.below(2) == 0 { "a" } else { "b" }])),
+                17 => ("properties", json!({"a": self.schema(d), "b": self.schema(d)})),
+                18 => ("additionalProperties", self.schema(d)),
+                19 => ("propertyNames", self.schema(d)),
+                20 => ("items", self.schema(d)),
+                21 => ("prefixItems", json!([self.schema(d)])),
+                22 => ("allOf", json!([self.schema(d), self.schema(d)])),
+                23 => ("anyOf", json!([self.schema(d), self.schema(d)])),
+                24 => ("oneOf", json!([self.schema(d), self.schema(d)])),
+                25 => ("not", self.schema(d)),
+                26 => ("if", self.schema(d)),
+                27 => ("then", self.schema(d)),
+                28 => ("else", self.schema(d)),
+                29 => ("dependentSchemas", json!({"a": self.schema(d)})),
+                _ => ("dependencies", json!({"a": ["b"], "b": self.schema(d)})),
+            }
+        }
+
+        /// A random schema, a third of them draft-07 (with a tuple `items` or a `$ref` hiding
+        /// its siblings now and then).
+        fn document(&mut self) -> Value {
+            let mut schema = self.schema(0);
+            let Some(members) = schema.as_object_mut().filter(|_| self.below(3) == 0) else { return schema };
+            members.insert("$schema".into(), json!("http://json-schema.org/draft-07/schema#"));
+            if self.below(2) == 0 {
+                members.insert("items".into(), json!([self.schema(2), self.schema(2)]));
+                members.insert("additionalItems".into(), self.schema(2));
+            }
+            if self.below(3) == 0 {
+                members.insert("definitions".into(), json!({"x": self.schema(2)}));
+                members.insert("$ref".into(), json!("#/definitions/x"));
+            }
+            schema
+        }
+    }
+
+    /// Random schemas of every keyword this check evaluates, each against random instances.
+    #[test]
+    fn random_schemas_agree_with_jsonschema() {
+        let mut random = Random(42);
+        let mut invalid = 0;
+        for _ in 0..2000 {
+            let schema = random.document();
+            let instances: Vec<Value> = (0..10).map(|_| random.instance(0)).collect();
+            invalid += agree(&schema, &instances);
+        }
+        assert!(invalid > 2000 && invalid < 18000, "{invalid} invalid of 20000");
+    }
 }
