@@ -126,6 +126,9 @@ struct Checker<'a> {
     findings: Vec<Finding>,
     reserved: Vec<(String, String)>,
     plan: Vec<PlanItem>,
+    /// Each catalog tool argument's schema, compiled once per validation (a long program calls
+    /// the same tools many times), keyed by tool and argument; `None` when it does not compile.
+    argument_checks: BTreeMap<(String, String), Option<jsonschema::Validator>>,
 }
 
 fn collect(steps: &[Step], all: &mut BTreeMap<String, Produces>, vars: &mut BTreeSet<String>) {
@@ -168,6 +171,7 @@ impl<'a> Checker<'a> {
             findings: Vec::new(),
             reserved: Vec::new(),
             plan: Vec::new(),
+            argument_checks: BTreeMap::new(),
         }
     }
 
@@ -483,6 +487,15 @@ impl<'a> Checker<'a> {
 
     /// Check `with` against the callee's `input_schema`: required members, unknown members,
     /// literal values and typed input references.
+    /// The first fault of `literal` against argument `k`'s schema `prop` of `callee`.
+    fn argument_fault(&mut self, callee: &str, k: &str, prop: &Json, literal: &Json) -> Option<String> {
+        let check = self
+            .argument_checks
+            .entry((callee.to_owned(), k.to_owned()))
+            .or_insert_with(|| jsonschema::validator_for(prop).ok());
+        check.as_ref()?.iter_errors(literal).next().map(|e| e.to_string())
+    }
+
     fn arguments(&mut self, schema: &Json, with: &Map<String, Json>, step: &str, callee: &str) {
         let props = schema.get("properties").and_then(Json::as_object).cloned().unwrap_or_default();
         let required: Vec<&str> = schema
@@ -530,14 +543,12 @@ impl<'a> Checker<'a> {
             references(value, &vat, &mut refs);
             if refs.is_empty() {
                 let literal = unescape(value);
-                if let Ok(check) = jsonschema::validator_for(prop) {
-                    if let Some(e) = check.iter_errors(&literal).next() {
-                        self.report(Finding::error(
-                            AutoCode::TypeMismatch,
-                            vat,
-                            format!("argument `{k}` of '{callee}': {e}"),
-                        ));
-                    }
+                if let Some(e) = self.argument_fault(callee, k, prop, &literal) {
+                    self.report(Finding::error(
+                        AutoCode::TypeMismatch,
+                        vat,
+                        format!("argument `{k}` of '{callee}': {e}"),
+                    ));
                 }
             } else if let Json::String(s) = value {
                 if let Text::Ref(Ok(Ref { root: Root::Input(name), path })) = classify(s) {
