@@ -36,6 +36,19 @@
 //! }
 //! ```
 //!
+//! # Cargo features
+//!
+//! None is on by default: with none, a server serves stdio (and in process), keeps its state in
+//! memory and checks schemas with the built-in, regex-free `model::check`.
+//!
+//! | feature | adds |
+//! | --- | --- |
+//! | `http` | Streamable HTTP: `Server::serve_http`, `serve_listener`, `router`, `HttpOptions` |
+//! | `sqlite` | `state::SqliteState`, the durable store of one process (bundled SQLite) |
+//! | `postgres` | `state::PostgresState`, the store several replicas share |
+//! | `jwt` | `transport::jwt::JwtAuthenticator` (implies `http`) |
+//! | `jsonschema` | schemas with keywords the built-in check does not evaluate (`pattern`, ...) |
+//!
 //! # `#[pilotage::language(...)]`
 //!
 //! Keys (each at most once):
