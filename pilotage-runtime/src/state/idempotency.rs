@@ -78,6 +78,20 @@ impl KeyGuard {
         self.recorded = true;
         self.state.record_key(self.key_ref(), &self.token, response, window).await
     }
+
+    /// Give the key back now, nothing recorded under it, so that a retry sent right after the
+    /// answer finds it free (dropping the guard releases it too, but in the background).
+    pub async fn release(mut self) {
+        self.recorded = true;
+        release_claim(&*self.state, self.key_ref(), &self.token).await;
+    }
+}
+
+/// Release the claim `token` holds on `key_ref`; a store failure leaves it to lapse with its lease.
+async fn release_claim(state: &dyn SharedState, key_ref: KeyRef<'_>, token: &str) {
+    if let Err(e) = state.release_key(key_ref, token).await {
+        tracing::warn!(error = %e, "could not release an idempotency claim; it lapses with its lease");
+    }
 }
 
 impl Drop for KeyGuard {
@@ -93,10 +107,7 @@ impl Drop for KeyGuard {
             std::mem::take(&mut self.token),
         );
         let release = async move {
-            let key_ref = KeyRef { owner: &owner, language: &language, key: &key };
-            if let Err(e) = state.release_key(key_ref, &token).await {
-                tracing::warn!(error = %e, "could not release an idempotency claim; it lapses with its lease");
-            }
+            release_claim(&*state, KeyRef { owner: &owner, language: &language, key: &key }, &token).await;
         };
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {

@@ -52,18 +52,26 @@ pub(crate) async fn execute(ctx: Ctx<'_>, args: LoopArgs, watch: &Watch) -> OpRe
             .map_err(|e| RequestError::internal(format!("unreadable idempotency record: {e}"))),
         Claim::Conflict => Err(conflict()),
         Claim::Fresh(guard) => {
-            let response = run::run_checked(ctx, args, checked, watch).await?;
-            if !REFUSALS.contains(&response.outcome.status()) {
-                // Under duration retention the window is the retention: a replay outlives the
-                // process exactly as long as the Run it replays.
-                let window = match &ctx.lang.spec.retention {
-                    Some(Retention::Duration { length, .. }) => *length,
-                    _ => limits.idempotency_window,
-                };
-                let value = serde_json::to_value(&response).unwrap_or(Value::Null);
-                if let Err(e) = guard.record(&value, window).await {
-                    tracing::error!(error = %e, "could not record the idempotency key");
+            let response = match run::run_checked(ctx, args, checked, watch).await {
+                Ok(response) if REFUSALS.contains(&response.outcome.status()) => {
+                    guard.release().await;
+                    return Ok(response);
                 }
+                Ok(response) => response,
+                Err(e) => {
+                    guard.release().await;
+                    return Err(e);
+                }
+            };
+            // Under duration retention the window is the retention: a replay outlives the
+            // process exactly as long as the Run it replays.
+            let window = match &ctx.lang.spec.retention {
+                Some(Retention::Duration { length, .. }) => *length,
+                _ => limits.idempotency_window,
+            };
+            let value = serde_json::to_value(&response).unwrap_or(Value::Null);
+            if let Err(e) = guard.record(&value, window).await {
+                tracing::error!(error = %e, "could not record the idempotency key");
             }
             Ok(response)
         }
