@@ -2,7 +2,8 @@
 //!
 //! Two crates under `benches/build/`, each copied into `target/build-bench/` and built there with
 //! a target directory of its own (debug profile, cargo's default jobs):
-//! - `engine`: the README's calc engine over stdio, `pilotage` with `default-features = false`;
+//! - `engine`: the README's calc engine over stdio (`examples/calc/main.rs` with its guides, copied
+//!   in), `pilotage` with `default-features = false`;
 //! - `rmcp`: one `#[tool_router]` tool over stdio, rmcp with `server`, `macros`, `transport-io`.
 //!
 //! Each round builds both sides from clean (`cargo clean`, then `cargo build`), then rebuilds
@@ -53,6 +54,14 @@ impl Side {
         std::fs::write(dir.join("Cargo.toml"), manifest).expect("write Cargo.toml");
         let _ = std::fs::remove_file(dir.join("Cargo.toml.in"));
         std::fs::copy(root.join("Cargo.lock"), dir.join("Cargo.lock")).expect("copy Cargo.lock");
+        if name == "engine" {
+            let calc = std::fs::read_to_string(root.join("examples/calc/main.rs")).expect("the calc example");
+            let main = calc.replace("guides = \"examples/calc/guides\"", "guides = \"guides\"");
+            assert_ne!(main, calc, "the calc example names its guide folder");
+            std::fs::create_dir_all(dir.join("src")).expect("create src");
+            std::fs::write(dir.join("src/main.rs"), main).expect("write main.rs");
+            copy_tree(&root.join("examples/calc/guides"), &dir.join("guides"));
+        }
         Side { name, dir }
     }
 
