@@ -84,21 +84,15 @@ pub(super) async fn start(
             return Ok(Err(envelope(Reply::error(RequestError::new(ErrorKind::BoundsExceeded, why)))));
         }
     };
-    let now = rfc3339(now_ms());
-    let record = TaskRecord {
-        task_id: task_id.clone(),
+    let ttl_ms = u64::try_from(limits.task_ttl.as_millis()).unwrap_or(u64::MAX);
+    let record = TaskRecord::working(
+        task_id.clone(),
         owner,
-        language: language.to_owned(),
-        run_id: run_id.clone(),
-        state: TaskState::Working,
-        steps_done: 0,
-        result: None,
-        error: None,
-        created_at: now.clone(),
-        updated_at: now,
-        ttl_ms: u64::try_from(limits.task_ttl.as_millis()).unwrap_or(u64::MAX),
-        instance: instance().to_owned(),
-    };
+        language.to_owned(),
+        run_id.clone(),
+        ttl_ms,
+        instance().to_owned(),
+    );
     if let Err(e) = shared.stores.state.put_task(&record).await {
         shared.stores.live.end(&task_id);
         return Err(McpError::internal_error(format!("the task could not be recorded: {e}"), None));

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde_json::Value;
@@ -69,9 +69,9 @@ const MIGRATIONS: [&str; 3] = [
         expires_at_ms INTEGER NOT NULL);",
 ];
 
+/// [`super::tasks::now_ms`] as SQLite's INTEGER.
 fn now_ms() -> i64 {
-    let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+    i64::try_from(super::tasks::now_ms()).unwrap_or(i64::MAX)
 }
 
 fn after_ms(d: Duration) -> i64 {

@@ -10,7 +10,7 @@ use serde_json::json;
 use super::idempotency::{claim, Claim};
 use super::runs::RunRecord;
 use super::shared::{Claimed, KeyRef, SharedState, Stored, HISTORY_DEPTH};
-use super::tasks::{now_ms, rfc3339, TaskRecord, TaskState};
+use super::tasks::{TaskRecord, TaskState};
 use crate::engine::catalog::CatalogSnapshot;
 use crate::model::catalog::CatalogEntry;
 use crate::model::declaration::TraceLevel;
@@ -56,21 +56,8 @@ async fn runs_are_scoped_by_owner_and_expire(store: &dyn SharedState, me: &str) 
 }
 
 fn task(task_id: &str, owner: &str, ttl_ms: u64) -> TaskRecord {
-    let now = rfc3339(now_ms());
-    TaskRecord {
-        task_id: task_id.to_owned(),
-        owner: owner.to_owned(),
-        language: "suite/v1".into(),
-        run_id: format!("run_of_{task_id}"),
-        state: TaskState::Working,
-        steps_done: 0,
-        result: None,
-        error: None,
-        created_at: now.clone(),
-        updated_at: now,
-        ttl_ms,
-        instance: "suite".into(),
-    }
+    let (id, owner, run_id) = (task_id.to_owned(), owner.to_owned(), format!("run_of_{task_id}"));
+    TaskRecord::working(id, owner, "suite/v1".into(), run_id, ttl_ms, "suite".into())
 }
 
 async fn tasks_are_scoped_replaced_and_expire(store: &dyn SharedState, me: &str) {

@@ -62,6 +62,32 @@ pub struct TaskRecord {
 }
 
 impl TaskRecord {
+    /// A task that starts working now on `run_id`, created by `instance`, kept `ttl_ms`.
+    pub fn working(
+        task_id: String,
+        owner: String,
+        language: String,
+        run_id: String,
+        ttl_ms: u64,
+        instance: String,
+    ) -> Self {
+        let now = rfc3339(now_ms());
+        TaskRecord {
+            task_id,
+            owner,
+            language,
+            run_id,
+            state: TaskState::Working,
+            steps_done: 0,
+            result: None,
+            error: None,
+            created_at: now.clone(),
+            updated_at: now,
+            ttl_ms,
+            instance,
+        }
+    }
+
     /// Milliseconds since the Unix epoch past which the record may be forgotten.
     pub fn expires_at_ms(&self) -> u64 {
         let created = parse_millis(&self.created_at).unwrap_or_else(now_ms);
