@@ -17,7 +17,7 @@
 //!
 //! Rounds alternate the two sides; each row reports the median ratio pilotage / hand-written
 //! and its range. `FAIR_ROUNDS` (default 3) and `FAIR_SECONDS` (per HTTP measurement, default
-//! 1.5) tune it; `FAIR_HTTP=0` measures in process only, `FAIR_INLINE=1` runs pilotage with
+//! 1.5) tune it; `FAIR_HTTP=0` measures in process only, `FAIR_ONLY=execute` only the paths whose label contains it, `FAIR_INLINE=1` runs pilotage with
 //! `Limits::isolate_validation = false`. `cargo bench --bench fair`; never a timed assertion.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -547,16 +547,23 @@ async fn bench() {
     let http = env_or("FAIR_HTTP", 1) != 0;
     println!("| path | transport | pilotage / hand-written | range | load generator CPU share |");
     println!("| --- | --- | --- | --- | --- |");
-    for path in PATHS {
+    let only: String = env_or("FAIR_ONLY", String::new());
+    for path in PATHS.into_iter().filter(|p| p.label.contains(only.as_str())) {
         let calls = if path.steps == 1 { 2_000 } else { 200 };
-        let mut ratios = Vec::new();
+        let (mut ratios, mut times) = (Vec::new(), Vec::new());
         for _ in 0..rounds {
             let theirs = in_process(Side::HandWritten, path, calls).await;
             let ours = in_process(Side::Pilotage, path, calls).await;
             ratios.push(ours / theirs);
+            times.push((ours, theirs));
         }
         let (median, low, high) = spread(ratios);
-        println!("| {} | in process, time per call | {median:.2} | {low:.2}-{high:.2} | - |", path.label);
+        let (ours, _, _) = spread(times.iter().map(|t| t.0 * 1e6).collect());
+        let (theirs, _, _) = spread(times.iter().map(|t| t.1 * 1e6).collect());
+        println!(
+            "| {} | in process, time per call ({ours:.0} µs / {theirs:.0} µs) | {median:.2} | {low:.2}-{high:.2} | - |",
+            path.label
+        );
         if !http {
             continue;
         }
