@@ -17,7 +17,8 @@
 //!
 //! Rounds alternate the two sides; each row reports the median ratio pilotage / hand-written
 //! and its range. `FAIR_ROUNDS` (default 3) and `FAIR_SECONDS` (per HTTP measurement, default
-//! 1.5) tune it; `FAIR_HTTP=0` measures in process only, `FAIR_ONLY=execute` only the paths whose label contains it, `FAIR_INLINE=1` runs pilotage with
+//! 1.5) tune it; `FAIR_HTTP=0` measures in process only, `FAIR_ONLY=execute` only the paths
+//! whose label contains `execute`, and `FAIR_INLINE=1` runs pilotage with
 //! `Limits::isolate_validation = false`. `cargo bench --bench fair`; never a timed assertion.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
