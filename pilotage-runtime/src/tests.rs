@@ -722,11 +722,17 @@ async fn an_sqlite_file_of_the_first_schema_migrates_and_keeps_its_runs() {
         .unwrap();
     }
     let store = SqliteState::open(&path).unwrap();
-    assert_eq!(store.schema_version().unwrap(), 3);
+    assert_eq!(store.schema_version().unwrap(), 4);
     let kept = store.get_run("o", "run_old").await.unwrap().expect("the run survives the migration");
     assert_eq!(serde_json::to_value(&kept).unwrap()["run_id"], "run_old");
+    // The catalog histories of the current schema work on a migrated file.
+    let (old, new) = (Arc::new(CatalogSnapshot::new(entries(2))), Arc::new(CatalogSnapshot::new(entries(3))));
+    store.remember_catalog("o", "l/v1", &old).await.unwrap();
+    store.remember_catalog("o", "l/v1", &new).await.unwrap();
+    let changes = store.catalog_changes("o", "l/v1", old.version(), &new).await.unwrap();
+    assert_eq!(changes, Some(vec![("e02".to_owned(), ChangeKind::Added)]));
     drop(store);
-    assert_eq!(SqliteState::open(&path).unwrap().schema_version().unwrap(), 3, "applied once");
+    assert_eq!(SqliteState::open(&path).unwrap().schema_version().unwrap(), 4, "applied once");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
