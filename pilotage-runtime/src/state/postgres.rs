@@ -283,6 +283,38 @@ async fn chain(
     Ok((versions, last))
 }
 
+/// Whether the list of `version` is stored.
+async fn list_stored(
+    client: &impl deadpool_postgres::GenericClient,
+    language: &str,
+    version: &str,
+) -> StoreResult<bool> {
+    let row = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pilotage_catalog_lists WHERE language = $1 AND version = $2)",
+            &[&language, &version],
+        )
+        .await
+        .map_err(err)?;
+    row.try_get(0).map_err(err)
+}
+
+/// Whether the delta of the pair `(lo, hi)` is stored.
+async fn delta_stored(
+    client: &impl deadpool_postgres::GenericClient,
+    language: &str,
+    (lo, hi): (&str, &str),
+) -> StoreResult<bool> {
+    let row = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pilotage_catalog_deltas WHERE language = $1 AND lo = $2 AND hi = $3)",
+            &[&language, &lo, &hi],
+        )
+        .await
+        .map_err(err)?;
+    row.try_get(0).map_err(err)
+}
+
 /// The stored deltas of the pairs `keys` (each `(lo, hi)`), by pair.
 async fn stored_deltas(
     client: &impl deadpool_postgres::GenericClient,
@@ -580,19 +612,12 @@ impl SharedState for PostgresState {
             return tx.commit().await.map_err(err);
         }
         let before = match versions.last() {
-            Some(prev) if stored_deltas(&tx, language, &[pair_key(prev, version)]).await?.is_empty() => {
+            Some(prev) if !delta_stored(&tx, language, pair_key(prev, version)).await? => {
                 self.previous(&tx, language, prev).await?.map(|p| (prev.clone(), p))
             }
             _ => None,
         };
-        let listed: bool = tx
-            .query_one(
-                "SELECT EXISTS (SELECT 1 FROM pilotage_catalog_lists WHERE language = $1 AND version = $2)",
-                &[&language, &version],
-            )
-            .await
-            .map_err(err)?
-            .get(0);
+        let listed = list_stored(&tx, language, version).await?;
         let snap = snapshot.clone();
         let write = tokio::task::spawn_blocking(move || {
             to_remember(before.as_ref().map(|(v, p)| (v.as_str(), p)), &snap, listed)

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::catalog_history::{
     changes_along, compose, pair_key, path, to_remember, CatalogDelta, DigestList, Found, Path, Previous,
-    RecentSnapshots,
+    RecentSnapshots, Remembered,
 };
 use super::runs::RunRecord;
 use super::shared::{Claimed, KeyRef, SharedState, StoreError, StoreResult, Stored, HISTORY_DEPTH};
@@ -272,6 +272,47 @@ fn previous(
     Ok(bytes.map(|b| DigestList::decode(&b)).transpose()?.map(Previous::Stored))
 }
 
+/// Whether the delta of the pair `(lo, hi)` is stored.
+fn delta_stored(conn: &Connection, language: &str, (lo, hi): (&str, &str)) -> StoreResult<bool> {
+    conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM pilotage_catalog_deltas WHERE language = ?1 AND lo = ?2 AND hi = ?3)",
+        params![language, lo, hi],
+        |r| r.get(0),
+    )
+    .map_err(err)
+}
+
+/// Write what [`to_remember`] decided, append `version` to the owner's chain after `last` and
+/// keep its last [`HISTORY_DEPTH`].
+fn store_remembered(
+    tx: &Connection,
+    [owner, language, version]: [&str; 3],
+    last: i64,
+    write: Remembered,
+) -> rusqlite::Result<()> {
+    if let Some((lo, hi, delta)) = write.delta {
+        tx.execute(
+            "INSERT OR IGNORE INTO pilotage_catalog_deltas (language, lo, hi, delta) VALUES (?1, ?2, ?3, ?4)",
+            params![language, lo, hi, delta],
+        )?;
+    }
+    if let Some(ids) = write.list {
+        tx.execute(
+            "INSERT OR IGNORE INTO pilotage_catalog_lists (language, version, ids) VALUES (?1, ?2, ?3)",
+            params![language, version, ids],
+        )?;
+    }
+    tx.execute(
+        "INSERT INTO pilotage_catalog_chain (owner, language, seq, version, served_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![owner, language, last + 1, version, now_ms()],
+    )?;
+    tx.execute(
+        "DELETE FROM pilotage_catalog_chain WHERE owner = ?1 AND language = ?2 AND seq <= ?3",
+        params![owner, language, last + 1 - HISTORY_DEPTH as i64],
+    )
+    .map(drop)
+}
+
 /// [`SharedState::remember_catalog`] in one immediate transaction.
 fn remember(
     conn: &mut Connection,
@@ -291,7 +332,7 @@ fn remember(
         return tx.commit().map_err(err);
     }
     let before = match versions.last() {
-        Some(prev) if stored_delta(&tx, language, pair_key(prev, version))?.is_none() => {
+        Some(prev) if !delta_stored(&tx, language, pair_key(prev, version))? => {
             previous(&tx, recent, language, prev)?.map(|p| (prev.as_str(), p))
         }
         _ => None,
@@ -304,30 +345,7 @@ fn remember(
         )
         .map_err(err)?;
     let write = to_remember(before.as_ref().map(|(v, p)| (*v, p)), snapshot, listed);
-    if let Some((lo, hi, delta)) = write.delta {
-        tx.execute(
-            "INSERT OR IGNORE INTO pilotage_catalog_deltas (language, lo, hi, delta) VALUES (?1, ?2, ?3, ?4)",
-            params![language, lo, hi, delta],
-        )
-        .map_err(err)?;
-    }
-    if let Some(ids) = write.list {
-        tx.execute(
-            "INSERT OR IGNORE INTO pilotage_catalog_lists (language, version, ids) VALUES (?1, ?2, ?3)",
-            params![language, version, ids],
-        )
-        .map_err(err)?;
-    }
-    tx.execute(
-        "INSERT INTO pilotage_catalog_chain (owner, language, seq, version, served_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![owner, language, last + 1, version, now_ms()],
-    )
-    .map_err(err)?;
-    tx.execute(
-        "DELETE FROM pilotage_catalog_chain WHERE owner = ?1 AND language = ?2 AND seq <= ?3",
-        params![owner, language, last + 1 - HISTORY_DEPTH as i64],
-    )
-    .map_err(err)?;
+    store_remembered(&tx, [owner, language, version], last, write).map_err(err)?;
     tx.commit().map_err(err)
 }
 
