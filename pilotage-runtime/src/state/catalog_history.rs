@@ -47,7 +47,12 @@ pub fn changed_since(
     since: &str,
 ) -> Result<CatalogChanges, RequestError> {
     let old = old.filter(|s| s.version() == since);
-    answer(old.map(|old| CatalogDelta::between(old, current).changes()), current)
+    answer(old.map(|old| changes_between(old, current)), current)
+}
+
+/// [`CatalogSnapshot::changes_to`] with owned ids: nothing at once when the tokens match.
+pub fn changes_between(old: &CatalogSnapshot, new: &CatalogSnapshot) -> Vec<(String, ChangeKind)> {
+    old.changes_to(new).into_iter().map(|(id, change)| (id.to_owned(), change)).collect()
 }
 
 /// One id that differs between two versions: its digest before and after (`None`: absent).

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::catalog_history::CatalogDelta;
+use super::catalog_history::changes_between;
 use super::runs::{MemoryRunStore, RunRecord};
 use super::shared::{Claimed, KeyRef, SharedState, StoreResult, Stored, HISTORY_DEPTH};
 use super::tasks::{now_ms, TaskRecord};
@@ -245,7 +245,7 @@ impl SharedState for MemoryState {
     }
 
     /// The snapshots themselves are kept, so the changes are one digest walk from the one with
-    /// token `since` to `current` (the composition of the deltas along the chain, exactly).
+    /// token `since` to `current` (what composing the deltas along the chain gives, exactly).
     async fn catalog_changes(
         &self,
         owner: &str,
@@ -260,7 +260,7 @@ impl SharedState for MemoryState {
             let all = lock(&self.catalogs);
             all.get(&scope(owner, language)).and_then(|c| c.iter().rfind(|s| s.version() == since).cloned())
         };
-        Ok(old.map(|old| CatalogDelta::between(&*old, &**current).changes()))
+        Ok(old.map(|old| changes_between(&old, current)))
     }
 
     async fn put_task(&self, record: &TaskRecord) -> StoreResult<()> {

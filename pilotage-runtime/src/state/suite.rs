@@ -192,7 +192,7 @@ fn snapshot(n: usize) -> Arc<CatalogSnapshot> {
 
 /// What `changes_to` answers from `old` to `new`: what a store must compose.
 fn direct(old: &CatalogSnapshot, new: &CatalogSnapshot) -> Option<Vec<(String, ChangeKind)>> {
-    Some(old.changes_to(new).into_iter().map(|(id, c)| (id.to_owned(), c)).collect())
+    Some(super::catalog_history::changes_between(old, new))
 }
 
 async fn changes(
