@@ -47,8 +47,9 @@ struct Inner {
 /// Writes between two purges of expired rows.
 pub const PURGE_EVERY: usize = 256;
 
-/// A served catalog not served again for this long is forgotten (`changed_since` from it is then
-/// `unknown_baseline`, which the protocol allows).
+/// A version in an owner's chain not served again for this long is forgotten (`changed_since`
+/// from it is then `unknown_baseline`, which the protocol allows), with the changes and lists
+/// no chain needs any more.
 pub const CATALOG_KEEP: Duration = Duration::from_secs(24 * 3600);
 
 /// The schema, one step per version; a file records the last step applied.
