@@ -343,6 +343,21 @@ pub enum Previous {
     Stored(DigestList),
 }
 
+/// The SQL (SQLite and PostgreSQL alike) that forgets the deltas between versions no owner's
+/// chain has one after the other: at most one per link of a chain remains.
+pub const UNUSED_DELTAS: &str = "DELETE FROM pilotage_catalog_deltas AS d WHERE NOT EXISTS (
+    SELECT 1 FROM pilotage_catalog_chain a JOIN pilotage_catalog_chain b
+      ON b.owner = a.owner AND b.language = a.language AND b.seq = a.seq + 1
+    WHERE a.language = d.language
+      AND ((a.version = d.lo AND b.version = d.hi) OR (a.version = d.hi AND b.version = d.lo)))";
+
+/// The SQL that forgets the lists of versions that are no owner's last (only a last one is ever
+/// diffed against): at most one per chain remains.
+pub const UNUSED_LISTS: &str = "DELETE FROM pilotage_catalog_lists AS l WHERE NOT EXISTS (
+    SELECT 1 FROM pilotage_catalog_chain c
+    WHERE c.language = l.language AND c.version = l.version
+      AND c.seq = (SELECT MAX(seq) FROM pilotage_catalog_chain m WHERE m.owner = c.owner AND m.language = c.language))";
+
 /// What a durable store found along an owner's chain.
 pub enum Found {
     /// The changes (`None`: `since` is unknown or forgotten).

@@ -17,7 +17,7 @@ use tokio_postgres::NoTls;
 
 use super::catalog_history::{
     changes_along, compose, pair_key, path, to_remember, CatalogDelta, DigestList, Found, Path, Previous,
-    RecentSnapshots, Remembered,
+    RecentSnapshots, Remembered, UNUSED_DELTAS, UNUSED_LISTS,
 };
 use super::runs::RunRecord;
 use super::shared::{Claimed, KeyRef, SharedState, StoreError, StoreResult, Stored, HISTORY_DEPTH};
@@ -251,19 +251,6 @@ impl PostgresState {
         }))
     }
 }
-
-/// Forget the deltas between versions no owner's chain has one after the other.
-const UNUSED_DELTAS: &str = "DELETE FROM pilotage_catalog_deltas AS d WHERE NOT EXISTS (
-    SELECT 1 FROM pilotage_catalog_chain a JOIN pilotage_catalog_chain b
-      ON b.owner = a.owner AND b.language = a.language AND b.seq = a.seq + 1
-    WHERE a.language = d.language
-      AND ((a.version = d.lo AND b.version = d.hi) OR (a.version = d.hi AND b.version = d.lo)))";
-
-/// Forget the lists of versions that are no owner's last (only a last one is ever diffed).
-const UNUSED_LISTS: &str = "DELETE FROM pilotage_catalog_lists AS l WHERE NOT EXISTS (
-    SELECT 1 FROM pilotage_catalog_chain c
-    WHERE c.language = l.language AND c.version = l.version
-      AND c.seq = (SELECT MAX(seq) FROM pilotage_catalog_chain m WHERE m.owner = c.owner AND m.language = c.language))";
 
 /// An owner's chain of served versions of a Language, oldest first, with the last `seq`.
 async fn chain(

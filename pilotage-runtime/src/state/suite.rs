@@ -256,6 +256,7 @@ async fn a_chain_composes_to_the_direct_diff(store: &dyn SharedState, me: &str) 
         serve(store, me, v).await;
     }
     let current = &all[all.len() - 1];
+    store.purge_expired().await.unwrap();
     for since in &all {
         assert_eq!(
             changes(store, me, since, current).await,
