@@ -722,11 +722,46 @@ async fn an_sqlite_file_of_the_first_schema_migrates_and_keeps_its_runs() {
         .unwrap();
     }
     let store = SqliteState::open(&path).unwrap();
-    assert_eq!(store.schema_version().unwrap(), 3);
+    assert_eq!(store.schema_version().unwrap(), 4);
     let kept = store.get_run("o", "run_old").await.unwrap().expect("the run survives the migration");
     assert_eq!(serde_json::to_value(&kept).unwrap()["run_id"], "run_old");
+    // The catalog histories of the current schema work on a migrated file.
+    let (old, new) = (Arc::new(CatalogSnapshot::new(entries(2))), Arc::new(CatalogSnapshot::new(entries(3))));
+    store.remember_catalog("o", "l/v1", &old).await.unwrap();
+    store.remember_catalog("o", "l/v1", &new).await.unwrap();
+    let changes = store.catalog_changes("o", "l/v1", old.version(), &new).await.unwrap();
+    assert_eq!(changes, Some(vec![("e02".to_owned(), ChangeKind::Added)]));
     drop(store);
-    assert_eq!(SqliteState::open(&path).unwrap().schema_version().unwrap(), 3, "applied once");
+    assert_eq!(SqliteState::open(&path).unwrap().schema_version().unwrap(), 4, "applied once");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test]
+async fn an_sqlite_store_keeps_catalog_histories_bounded() {
+    let dir = std::env::temp_dir().join(format!("pilotage-bounded-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("state.sqlite");
+    let store = SqliteState::open(&path).unwrap();
+    let depth = crate::state::HISTORY_DEPTH;
+    for n in 0..depth + 8 {
+        store.remember_catalog("o", "l/v1", &Arc::new(CatalogSnapshot::new(entries(n + 1)))).await.unwrap();
+    }
+    store.remember_catalog("p", "l/v1", &Arc::new(CatalogSnapshot::new(entries(3)))).await.unwrap();
+    store.purge_expired().await.unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let count = |table: &str| -> i64 {
+        conn.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0)).unwrap()
+    };
+    assert_eq!(count("pilotage_catalog_chain"), depth as i64 + 1, "32 versions of o, 1 of p");
+    assert_eq!(count("pilotage_catalog_deltas"), depth as i64 - 1, "one per link of o's chain");
+    assert_eq!(count("pilotage_catalog_lists"), 2, "each owner's last version's list");
+    let oldest = CatalogSnapshot::new(entries(9));
+    let last = Arc::new(CatalogSnapshot::new(entries(depth + 8)));
+    let changes = store.catalog_changes("o", "l/v1", oldest.version(), &last).await.unwrap().unwrap();
+    assert_eq!(changes.len(), depth - 1, "the oldest kept: one added entry per version since");
+    let gone = CatalogSnapshot::new(entries(8));
+    assert_eq!(store.catalog_changes("o", "l/v1", gone.version(), &last).await.unwrap(), None);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

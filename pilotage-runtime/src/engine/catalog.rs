@@ -13,7 +13,73 @@ use super::search::{contains_text, intersect, SearchIndex, MIN_INDEXED_QUERY};
 use crate::model::catalog::{CatalogEntry, ChangeKind};
 
 /// The first 16 bytes of the SHA-256 of an entry's defined fields (its id included).
-type EntryDigest = [u8; 16];
+pub type EntryDigest = [u8; 16];
+
+/// Ids with their entries' digests, sorted by id: a [`CatalogSnapshot`], or the list a durable
+/// store keeps of a snapshot it served (`state::catalog_history::DigestList`).
+pub trait DigestedIds {
+    /// The digests, one per id, in id order.
+    fn digests(&self) -> &[EntryDigest];
+    /// The id at position `i` (`None` past the end).
+    fn id_at(&self, i: usize) -> Option<&str>;
+}
+
+impl DigestedIds for CatalogSnapshot {
+    fn digests(&self) -> &[EntryDigest] {
+        &self.digests
+    }
+    fn id_at(&self, i: usize) -> Option<&str> {
+        self.entries.get(i).map(|e| e.id.as_str())
+    }
+}
+
+/// What a change from `old` to `new` digest is: none before is added, none after is removed.
+pub fn kind_of(old: Option<EntryDigest>, new: Option<EntryDigest>) -> ChangeKind {
+    match (old, new) {
+        (None, _) => ChangeKind::Added,
+        (Some(_), None) => ChangeKind::Removed,
+        (Some(_), Some(_)) => ChangeKind::Modified,
+    }
+}
+
+/// One id that differs between two digest lists: its digest before and after (`None`: absent).
+pub type DigestChange<'a> = (&'a str, Option<EntryDigest>, Option<EntryDigest>);
+
+/// The ids that differ from `old` to `new`, in id order, with their digests on both sides. One
+/// walk over both lists that skips runs of equal digests (an equal digest is an equal id with
+/// equal defined fields), comparing ids only where they differ: no copy of either list.
+pub fn changes_with_digests<'a>(
+    old: &'a impl DigestedIds,
+    new: &'a impl DigestedIds,
+) -> Vec<DigestChange<'a>> {
+    let (od, nd) = (old.digests(), new.digests());
+    let mut changes = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < od.len() && j < nd.len() {
+        let same = od[i..].iter().zip(&nd[j..]).take_while(|(a, b)| a == b).count();
+        (i, j) = (i + same, j + same);
+        let (Some(a), Some(b)) = (old.id_at(i), new.id_at(j)) else { break };
+        match a.cmp(b) {
+            std::cmp::Ordering::Less => {
+                changes.push((a, od.get(i).copied(), None));
+                i += 1;
+            }
+            std::cmp::Ordering::Greater => {
+                changes.push((b, None, nd.get(j).copied()));
+                j += 1;
+            }
+            std::cmp::Ordering::Equal => {
+                changes.push((b, od.get(i).copied(), nd.get(j).copied()));
+                (i, j) = (i + 1, j + 1);
+            }
+        }
+    }
+    let removed = (i..od.len()).filter_map(|k| Some((old.id_at(k)?, od.get(k).copied(), None)));
+    changes.extend(removed);
+    let added = (j..nd.len()).filter_map(|k| Some((new.id_at(k)?, None, nd.get(k).copied())));
+    changes.extend(added);
+    changes
+}
 
 /// An immutable, sorted view of the catalog visible to one caller.
 #[derive(Clone, Debug)]
@@ -66,37 +132,10 @@ impl CatalogSnapshot {
     /// defined fields), comparing ids only where they differ: no copy of either snapshot, and
     /// nothing at all when the tokens match.
     pub fn changes_to<'a>(&'a self, next: &'a CatalogSnapshot) -> Vec<(&'a str, ChangeKind)> {
-        let mut changes = Vec::new();
         if self.version == next.version {
-            return changes;
+            return Vec::new();
         }
-        let (mut i, mut j) = (0, 0);
-        while i < self.entries.len() && j < next.entries.len() {
-            let same = self.digests[i..].iter().zip(&next.digests[j..]).take_while(|(a, b)| a == b).count();
-            (i, j) = (i + same, j + same);
-            let (Some(old), Some(new)) = (self.entries.get(i), next.entries.get(j)) else { break };
-            match old.id.cmp(&new.id) {
-                std::cmp::Ordering::Less => {
-                    changes.push((old.id.as_str(), ChangeKind::Removed));
-                    i += 1;
-                }
-                std::cmp::Ordering::Greater => {
-                    changes.push((new.id.as_str(), ChangeKind::Added));
-                    j += 1;
-                }
-                std::cmp::Ordering::Equal => {
-                    changes.push((new.id.as_str(), ChangeKind::Modified));
-                    (i, j) = (i + 1, j + 1);
-                }
-            }
-        }
-        changes.extend(
-            self.entries[i.min(self.entries.len())..].iter().map(|e| (e.id.as_str(), ChangeKind::Removed)),
-        );
-        changes.extend(
-            next.entries[j.min(next.entries.len())..].iter().map(|e| (e.id.as_str(), ChangeKind::Added)),
-        );
-        changes
+        changes_with_digests(self, next).into_iter().map(|(id, old, new)| (id, kind_of(old, new))).collect()
     }
 
     /// The entries from position `from` on whose id, name, description or a tag contains `q`,

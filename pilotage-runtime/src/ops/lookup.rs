@@ -1,6 +1,6 @@
 //! The lookup operation (Part II §6.3, Part III §4.2): `list` (pages by binary search; the
 //! cursor is the last id served; `q` from the snapshot's index), `get`, and `changed_since`
-//! against the caller's history (a walk over both snapshots' entry digests).
+//! against the caller's history (the changes between the versions it was served, composed).
 
 use serde_json::Value;
 
@@ -94,7 +94,7 @@ fn query(args: &Args) -> ListQuery<'_> {
 /// `changed_since`, from the caller's history of served snapshots.
 async fn changed_since(
     ctx: Ctx<'_>,
-    snap: &CatalogSnapshot,
+    snap: &std::sync::Arc<CatalogSnapshot>,
     args: &Args,
 ) -> Result<crate::model::catalog::CatalogChanges, RequestError> {
     let info = ctx.lang;
@@ -109,8 +109,9 @@ async fn changed_since(
         return Err(RequestError::invalid("verb `changed_since` requires `catalog_version`")
             .with_catalog_version(snap.version()));
     };
-    let old = ctx.session.served(ctx.index, since).await.map_err(crate::ops::store_failed)?;
-    crate::state::catalog_history::changed_since(old.as_deref(), snap, since)
+    let changes =
+        ctx.session.changes_since(ctx.index, since, snap).await.map_err(crate::ops::store_failed)?;
+    crate::state::catalog_history::answer(changes, snap)
 }
 
 /// The largest page `list` serves.

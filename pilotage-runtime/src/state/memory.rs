@@ -8,10 +8,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::catalog_history::changes_between;
 use super::runs::{MemoryRunStore, RunRecord};
 use super::shared::{Claimed, KeyRef, SharedState, StoreResult, Stored, HISTORY_DEPTH};
 use super::tasks::{now_ms, TaskRecord};
 use crate::engine::catalog::CatalogSnapshot;
+use crate::model::catalog::ChangeKind;
 
 /// Most idempotency keys one [`MemoryState`] holds; past it the oldest recorded key is
 /// forgotten first (a later duplicate of it would run again, which only this bound allows).
@@ -45,6 +47,7 @@ pub struct MemoryState {
     runs: MemoryRunStore,
     keys: Mutex<HashMap<(String, String, String), Slot>>,
     promotions: Mutex<HashMap<Scope, Promotions>>,
+    /// Per owner and Language, the snapshots served, oldest first (a chain of versions).
     catalogs: Mutex<HashMap<Scope, VecDeque<Arc<CatalogSnapshot>>>>,
     tasks: Mutex<HashMap<String, TaskRecord>>,
 }
@@ -230,23 +233,34 @@ impl SharedState for MemoryState {
         snapshot: &Arc<CatalogSnapshot>,
     ) -> StoreResult<()> {
         let mut all = lock(&self.catalogs);
-        let recent = all.entry(scope(owner, language)).or_default();
-        recent.retain(|s| s.version() != snapshot.version());
-        recent.push_back(snapshot.clone());
-        while recent.len() > HISTORY_DEPTH {
-            recent.pop_front();
+        let chain = all.entry(scope(owner, language)).or_default();
+        if chain.back().is_some_and(|s| s.version() == snapshot.version()) {
+            return Ok(());
+        }
+        chain.push_back(snapshot.clone());
+        while chain.len() > HISTORY_DEPTH {
+            chain.pop_front();
         }
         Ok(())
     }
 
-    async fn catalog_at(
+    /// The snapshots themselves are kept, so the changes are one digest walk from the one with
+    /// token `since` to `current` (what composing the deltas along the chain gives, exactly).
+    async fn catalog_changes(
         &self,
         owner: &str,
         language: &str,
-        version: &str,
-    ) -> StoreResult<Option<Arc<CatalogSnapshot>>> {
-        let all = lock(&self.catalogs);
-        Ok(all.get(&scope(owner, language)).and_then(|r| r.iter().find(|s| s.version() == version).cloned()))
+        since: &str,
+        current: &Arc<CatalogSnapshot>,
+    ) -> StoreResult<Option<Vec<(String, ChangeKind)>>> {
+        if since == current.version() {
+            return Ok(Some(Vec::new()));
+        }
+        let old = {
+            let all = lock(&self.catalogs);
+            all.get(&scope(owner, language)).and_then(|c| c.iter().rfind(|s| s.version() == since).cloned())
+        };
+        Ok(old.map(|old| changes_between(&old, current)))
     }
 
     async fn put_task(&self, record: &TaskRecord) -> StoreResult<()> {

@@ -6,6 +6,7 @@
 //! at [`PostgresState::connect`] under an advisory lock, so replicas starting together apply
 //! each once. JSON is kept as text, so a replayed response is byte-identical to the first.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,11 +15,15 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use serde_json::Value;
 use tokio_postgres::NoTls;
 
+use super::catalog_history::{
+    changes_along, compose, pair_key, path, to_remember, CatalogDelta, DigestList, Found, Path, Previous,
+    RecentSnapshots, Remembered, UNUSED_DELTAS, UNUSED_LISTS,
+};
 use super::runs::RunRecord;
 use super::shared::{Claimed, KeyRef, SharedState, StoreError, StoreResult, Stored, HISTORY_DEPTH};
 use super::tasks::TaskRecord;
 use crate::engine::catalog::CatalogSnapshot;
-use crate::model::catalog::CatalogEntry;
+use crate::model::catalog::ChangeKind;
 
 /// How a [`PostgresState`] connects, and the bounds it keeps.
 #[derive(Debug, Clone)]
@@ -46,6 +51,7 @@ impl Default for PostgresOptions {
 pub struct PostgresState {
     pool: Pool,
     writes: Arc<AtomicUsize>,
+    recent: Arc<RecentSnapshots>,
 }
 
 /// Writes between two purges of expired rows (by whichever replica counts to it).
@@ -55,7 +61,7 @@ pub const PURGE_EVERY: usize = 256;
 const MIGRATION_LOCK: i64 = 0x7069_6c6f_7461_6765; // "pilotage"
 
 /// The schema, one step per version.
-pub(crate) const MIGRATIONS: [&str; 2] = [
+pub(crate) const MIGRATIONS: [&str; 3] = [
     "
     CREATE TABLE pilotage_runs (
         run_id TEXT PRIMARY KEY, owner TEXT NOT NULL, record TEXT NOT NULL,
@@ -79,6 +85,19 @@ pub(crate) const MIGRATIONS: [&str; 2] = [
         task_id TEXT PRIMARY KEY, owner TEXT NOT NULL, record TEXT NOT NULL,
         expires_at TIMESTAMPTZ NOT NULL);
     CREATE INDEX pilotage_tasks_expiry ON pilotage_tasks (expires_at);
+",
+    // Catalog histories proportional to the changes (`state::catalog_history`): no whole snapshot.
+    "
+    DROP TABLE IF EXISTS pilotage_catalogs;
+    CREATE TABLE pilotage_catalog_chain (
+        owner TEXT NOT NULL, language TEXT NOT NULL, seq BIGINT NOT NULL, version TEXT NOT NULL,
+        served_at TIMESTAMPTZ NOT NULL, PRIMARY KEY (owner, language, seq));
+    CREATE INDEX pilotage_catalog_chain_version ON pilotage_catalog_chain (language, version);
+    CREATE TABLE pilotage_catalog_lists (
+        language TEXT NOT NULL, version TEXT NOT NULL, ids BYTEA NOT NULL, PRIMARY KEY (language, version));
+    CREATE TABLE pilotage_catalog_deltas (
+        language TEXT NOT NULL, lo TEXT NOT NULL, hi TEXT NOT NULL, delta BYTEA NOT NULL,
+        PRIMARY KEY (language, lo, hi));
 ",
 ];
 
@@ -140,7 +159,7 @@ impl PostgresState {
             .recycle_timeout(Some(options.wait))
             .build()
             .map_err(err)?;
-        let state = PostgresState { pool, writes: Arc::default() };
+        let state = PostgresState { pool, writes: Arc::default(), recent: Arc::default() };
         state.migrate().await?;
         Ok(state)
     }
@@ -230,6 +249,160 @@ impl PostgresState {
                 Some(text) => Claimed::Replay(serde_json::from_str(&text).unwrap_or(Value::Null)),
             }
         }))
+    }
+}
+
+/// An owner's chain of served versions of a Language, oldest first, with the last `seq`.
+async fn chain(
+    client: &impl deadpool_postgres::GenericClient,
+    owner: &str,
+    language: &str,
+) -> StoreResult<(Vec<String>, i64)> {
+    let rows = client
+        .query(
+            "SELECT version, seq FROM pilotage_catalog_chain WHERE owner = $1 AND language = $2 ORDER BY seq",
+            &[&owner, &language],
+        )
+        .await
+        .map_err(err)?;
+    let last = rows.last().map_or(Ok(0), |r| r.try_get(1)).map_err(err)?;
+    let versions = rows.iter().map(|r| r.try_get(0)).collect::<Result<_, _>>().map_err(err)?;
+    Ok((versions, last))
+}
+
+/// Whether the list of `version` is stored.
+async fn list_stored(
+    client: &impl deadpool_postgres::GenericClient,
+    language: &str,
+    version: &str,
+) -> StoreResult<bool> {
+    let row = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pilotage_catalog_lists WHERE language = $1 AND version = $2)",
+            &[&language, &version],
+        )
+        .await
+        .map_err(err)?;
+    row.try_get(0).map_err(err)
+}
+
+/// Whether the delta of the pair `(lo, hi)` is stored.
+async fn delta_stored(
+    client: &impl deadpool_postgres::GenericClient,
+    language: &str,
+    (lo, hi): (&str, &str),
+) -> StoreResult<bool> {
+    let row = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pilotage_catalog_deltas WHERE language = $1 AND lo = $2 AND hi = $3)",
+            &[&language, &lo, &hi],
+        )
+        .await
+        .map_err(err)?;
+    row.try_get(0).map_err(err)
+}
+
+/// The stored deltas of the pairs `keys` (each `(lo, hi)`), by pair.
+async fn stored_deltas(
+    client: &impl deadpool_postgres::GenericClient,
+    language: &str,
+    keys: &[(&str, &str)],
+) -> StoreResult<HashMap<(String, String), CatalogDelta>> {
+    let (los, his): (Vec<&str>, Vec<&str>) = keys.iter().copied().unzip();
+    let rows = client
+        .query(
+            "SELECT lo, hi, delta FROM pilotage_catalog_deltas
+             WHERE language = $1 AND (lo, hi) IN (SELECT * FROM unnest($2::TEXT[], $3::TEXT[]))",
+            &[&language, &los, &his],
+        )
+        .await
+        .map_err(err)?;
+    let mut found = HashMap::new();
+    for r in rows {
+        let (lo, hi): (String, String) = (r.try_get(0).map_err(err)?, r.try_get(1).map_err(err)?);
+        found.insert((lo, hi), CatalogDelta::decode(r.try_get(2).map_err(err)?)?);
+    }
+    Ok(found)
+}
+
+/// Write what [`to_remember`] decided, append `version` to the owner's chain after `last` and
+/// keep its last [`HISTORY_DEPTH`].
+async fn store_remembered(
+    tx: &deadpool_postgres::Transaction<'_>,
+    [owner, language, version]: [&str; 3],
+    last: i64,
+    write: Remembered,
+) -> StoreResult<()> {
+    if let Some((lo, hi, delta)) = write.delta {
+        tx.execute(
+            "INSERT INTO pilotage_catalog_deltas (language, lo, hi, delta) VALUES ($1, $2, $3, $4)
+             ON CONFLICT DO NOTHING",
+            &[&language, &lo, &hi, &delta],
+        )
+        .await
+        .map_err(err)?;
+    }
+    if let Some(ids) = write.list {
+        tx.execute(
+            "INSERT INTO pilotage_catalog_lists (language, version, ids) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+            &[&language, &version, &ids],
+        )
+        .await
+        .map_err(err)?;
+    }
+    tx.execute(
+        "INSERT INTO pilotage_catalog_chain (owner, language, seq, version, served_at)
+         VALUES ($1, $2, $3, $4, clock_timestamp())",
+        &[&owner, &language, &(last + 1), &version],
+    )
+    .await
+    .map_err(err)?;
+    tx.execute(
+        "DELETE FROM pilotage_catalog_chain WHERE owner = $1 AND language = $2 AND seq <= $3",
+        &[&owner, &language, &(last + 1 - HISTORY_DEPTH as i64)],
+    )
+    .await
+    .map(drop)
+    .map_err(err)
+}
+
+impl PostgresState {
+    /// The changes along the owner's chain from `since` to `current` (see [`Found`]).
+    async fn look(&self, owner: &str, language: &str, since: &str, current: &str) -> StoreResult<Found> {
+        let client = self.client().await?;
+        let (versions, _) = chain(&client, owner, language).await?;
+        let links = match path(&versions, since, current) {
+            Path::Unknown => return Ok(Found::Changes(None)),
+            Path::NotServed => return Ok(Found::NotServed),
+            Path::Links(links) => links,
+        };
+        let keys: Vec<(&str, &str)> = links.iter().map(|&(a, b)| pair_key(a, b)).collect();
+        let stored = stored_deltas(&client, language, &keys).await?;
+        Ok(Found::Changes(compose(&links, &stored)))
+    }
+
+    /// The content of `version` for a delta from it: this process's snapshot, else the stored
+    /// list (decoded off the async workers).
+    async fn previous(
+        &self,
+        tx: &deadpool_postgres::Transaction<'_>,
+        language: &str,
+        version: &str,
+    ) -> StoreResult<Option<Previous>> {
+        if let Some(snapshot) = self.recent.get(language, version) {
+            return Ok(Some(Previous::Cached(snapshot)));
+        }
+        let row = tx
+            .query_opt(
+                "SELECT ids FROM pilotage_catalog_lists WHERE language = $1 AND version = $2",
+                &[&language, &version],
+            )
+            .await
+            .map_err(err)?;
+        let Some(row) = row else { return Ok(None) };
+        let bytes: Vec<u8> = row.try_get(0).map_err(err)?;
+        let list = tokio::task::spawn_blocking(move || DigestList::decode(&bytes)).await.map_err(err)??;
+        Ok(Some(Previous::Stored(list)))
     }
 }
 
@@ -408,47 +581,51 @@ impl SharedState for PostgresState {
         language: &str,
         snapshot: &Arc<CatalogSnapshot>,
     ) -> StoreResult<()> {
-        let entries = serde_json::to_string(snapshot.entries()).map_err(err)?;
+        self.count_write().await;
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(err)?;
+        // One change at a time to an owner's chain, across replicas.
         lock_scope(&tx, 2, owner, language).await?;
-        tx.execute(
-            "INSERT INTO pilotage_catalogs (owner, language, version, entries, served_at, seq)
-             VALUES ($1, $2, $3, $4, clock_timestamp(),
-                     (SELECT COALESCE(MAX(seq), 0) + 1 FROM pilotage_catalogs WHERE owner = $1 AND language = $2))
-             ON CONFLICT (owner, language, version) DO UPDATE SET served_at = EXCLUDED.served_at, seq = EXCLUDED.seq",
-            &[&owner, &language, &snapshot.version(), &entries],
-        )
-        .await
-        .map_err(err)?;
-        tx.execute(
-            "DELETE FROM pilotage_catalogs WHERE owner = $1 AND language = $2 AND seq <=
-               (SELECT MAX(seq) FROM pilotage_catalogs WHERE owner = $1 AND language = $2) - $3",
-            &[&owner, &language, &(HISTORY_DEPTH as i64)],
-        )
-        .await
-        .map_err(err)?;
-        tx.commit().await.map_err(err)
-    }
-
-    async fn catalog_at(
-        &self,
-        owner: &str,
-        language: &str,
-        version: &str,
-    ) -> StoreResult<Option<Arc<CatalogSnapshot>>> {
-        let row = self
-            .client()
-            .await?
-            .query_opt(
-                "SELECT entries FROM pilotage_catalogs WHERE owner = $1 AND language = $2 AND version = $3",
-                &[&owner, &language, &version],
+        let (versions, last) = chain(&tx, owner, language).await?;
+        let version = snapshot.version();
+        if versions.last().is_some_and(|v| v == version) {
+            tx.execute(
+                "UPDATE pilotage_catalog_chain SET served_at = clock_timestamp()
+                 WHERE owner = $1 AND language = $2 AND seq = $3",
+                &[&owner, &language, &last],
             )
             .await
             .map_err(err)?;
-        let Some(row) = row else { return Ok(None) };
-        let entries: Vec<CatalogEntry> = serde_json::from_str(row.get::<_, &str>(0)).map_err(err)?;
-        Ok(Some(Arc::new(CatalogSnapshot::new(entries))))
+            return tx.commit().await.map_err(err);
+        }
+        let before = match versions.last() {
+            Some(prev) if !delta_stored(&tx, language, pair_key(prev, version)).await? => {
+                self.previous(&tx, language, prev).await?.map(|p| (prev.clone(), p))
+            }
+            _ => None,
+        };
+        let listed = list_stored(&tx, language, version).await?;
+        let snap = snapshot.clone();
+        let write = tokio::task::spawn_blocking(move || {
+            to_remember(before.as_ref().map(|(v, p)| (v.as_str(), p)), &snap, listed)
+        })
+        .await
+        .map_err(err)?;
+        store_remembered(&tx, [owner, language, version], last, write).await?;
+        tx.commit().await.map_err(err)?;
+        self.recent.put(language, snapshot);
+        Ok(())
+    }
+
+    async fn catalog_changes(
+        &self,
+        owner: &str,
+        language: &str,
+        since: &str,
+        current: &Arc<CatalogSnapshot>,
+    ) -> StoreResult<Option<Vec<(String, ChangeKind)>>> {
+        let look = || self.look(owner, language, since, current.version());
+        changes_along(since, current, look, || self.remember_catalog(owner, language, current)).await
     }
 
     async fn purge_expired(&self) -> StoreResult<u64> {
@@ -457,7 +634,9 @@ impl SharedState for PostgresState {
         for sql in [
             "DELETE FROM pilotage_runs WHERE expires_at <= clock_timestamp()",
             "DELETE FROM pilotage_keys WHERE expires_at <= clock_timestamp()",
-            "DELETE FROM pilotage_catalogs WHERE served_at <= clock_timestamp() - INTERVAL '1 day'",
+            "DELETE FROM pilotage_catalog_chain WHERE served_at <= clock_timestamp() - INTERVAL '1 day'",
+            UNUSED_DELTAS,
+            UNUSED_LISTS,
             "DELETE FROM pilotage_tasks WHERE expires_at <= clock_timestamp()",
         ] {
             gone += client.execute(sql, &[]).await.map_err(err)?;

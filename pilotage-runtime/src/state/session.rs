@@ -10,6 +10,7 @@ use super::promotions::{self, Promoted};
 use super::runs::MemoryRunStore;
 use super::shared::{SharedState, StoreError, StoreResult, Stored};
 use crate::engine::{Caller, CatalogSnapshot, Engine, Limits};
+use crate::model::catalog::ChangeKind;
 
 pub(crate) struct Session {
     pub caller: Caller,
@@ -113,17 +114,19 @@ impl Session {
         Ok(snap)
     }
 
-    /// The snapshot with token `version` served to this caller, if still remembered: the one this
-    /// session holds when it is that one (`changed_since` from the current token then reads no
-    /// store, however large the catalog), else the store's.
-    pub async fn served(&self, lang: usize, version: &str) -> StoreResult<Option<Arc<CatalogSnapshot>>> {
-        let held = self.cache(lang).and_then(|c| {
-            c.merged.as_ref().map(|(_, _, snap)| snap.clone()).filter(|snap| snap.version() == version)
-        });
-        if held.is_some() {
-            return Ok(held);
+    /// The changes from the version `since` served to this caller to `current` (the snapshot
+    /// just served), `None` when `since` is unknown or forgotten: at once when the tokens match,
+    /// else composed by the store.
+    pub async fn changes_since(
+        &self,
+        lang: usize,
+        since: &str,
+        current: &Arc<CatalogSnapshot>,
+    ) -> StoreResult<Option<Vec<(String, ChangeKind)>>> {
+        if since == current.version() {
+            return Ok(Some(Vec::new()));
         }
-        self.scope.catalog_at(&self.caller.id, self.language(lang), version).await
+        self.scope.catalog_changes(&self.caller.id, self.language(lang), since, current).await
     }
 
     /// Keep `p` for this caller; `None` when the caller already holds `max` promotions.

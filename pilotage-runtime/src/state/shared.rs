@@ -11,8 +11,10 @@
 //!   its lease passes;
 //! - **promoted programs**, immutable, per owner and Language, at most a given number;
 //! - **task records** (the MCP Tasks extension, beyond Pilotage 1.1), each kept for its TTL;
-//! - **catalog snapshots** served to an owner (the most recent [`HISTORY_DEPTH`]
-//!   per owner and Language), so `changed_since` can diff against one served by any replica.
+//! - **catalog histories**: the versions served to an owner (the most recent [`HISTORY_DEPTH`]
+//!   per owner and Language) and the changes between versions served one after the other, so
+//!   `changed_since` from one served by any replica composes the changes
+//!   ([`catalog_history`](super::catalog_history)).
 //!
 //! Every backend passes the behavioural suite in `pilotage::testkit::state_suite`.
 
@@ -24,8 +26,9 @@ use serde_json::Value;
 use super::runs::RunRecord;
 use super::tasks::TaskRecord;
 use crate::engine::catalog::CatalogSnapshot;
+use crate::model::catalog::ChangeKind;
 
-/// How many served snapshots a store keeps per owner and Language for `changed_since`.
+/// How many served versions a store keeps per owner and Language for `changed_since`.
 pub const HISTORY_DEPTH: usize = 32;
 
 /// A store that failed (connection lost, disk full, unreadable row). Operations report it as
@@ -131,8 +134,8 @@ pub trait SharedState: Send + Sync + 'static {
     /// Every promotion of `owner` in the Language, as `(reference, record)`, oldest first.
     async fn promotions(&self, owner: &str, language: &str) -> StoreResult<Vec<(String, Value)>>;
 
-    /// Remember that `snapshot` was served to `owner` (its most recent [`HISTORY_DEPTH`] are
-    /// kept per Language).
+    /// Remember that `snapshot` was served to `owner`: a version other than the owner's last
+    /// joins the owner's chain (its most recent [`HISTORY_DEPTH`] are kept per Language).
     async fn remember_catalog(
         &self,
         owner: &str,
@@ -140,13 +143,17 @@ pub trait SharedState: Send + Sync + 'static {
         snapshot: &Arc<CatalogSnapshot>,
     ) -> StoreResult<()>;
 
-    /// The snapshot with token `version` served to `owner`, if still remembered.
-    async fn catalog_at(
+    /// The ids added, removed or modified, in id order, from the version `since` served to
+    /// `owner` to `current` (also served to `owner`); `None` when `since` is unknown or
+    /// forgotten. Proportional to the changes: no snapshot is read back, and the same token is
+    /// answered at once.
+    async fn catalog_changes(
         &self,
         owner: &str,
         language: &str,
-        version: &str,
-    ) -> StoreResult<Option<Arc<CatalogSnapshot>>>;
+        since: &str,
+        current: &Arc<CatalogSnapshot>,
+    ) -> StoreResult<Option<Vec<(String, ChangeKind)>>>;
 
     /// Store task `record` (inserted, or replacing the record of the same `task_id`), kept
     /// until [`TaskRecord::expires_at_ms`]. Durable (for a durable store) when this returns.

@@ -4,7 +4,8 @@
 //! restarts for as long as it is kept. Every call runs on the blocking pool, never on the async
 //! workers. Several replicas share state through `PostgresState` instead.
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::Path as FilePath;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -12,11 +13,15 @@ use std::time::Duration;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde_json::Value;
 
+use super::catalog_history::{
+    changes_along, compose, pair_key, path, to_remember, CatalogDelta, DigestList, Found, Path, Previous,
+    RecentSnapshots, Remembered, UNUSED_DELTAS, UNUSED_LISTS,
+};
 use super::runs::RunRecord;
 use super::shared::{Claimed, KeyRef, SharedState, StoreError, StoreResult, Stored, HISTORY_DEPTH};
 use super::tasks::TaskRecord;
 use crate::engine::catalog::CatalogSnapshot;
-use crate::model::catalog::CatalogEntry;
+use crate::model::catalog::ChangeKind;
 
 /// Run records, idempotency keys, promotions and served catalogs in an SQLite file.
 ///
@@ -36,17 +41,19 @@ struct Inner {
     conn: Mutex<Connection>,
     durable: bool,
     writes: AtomicUsize,
+    recent: RecentSnapshots,
 }
 
 /// Writes between two purges of expired rows.
 pub const PURGE_EVERY: usize = 256;
 
-/// A served catalog not served again for this long is forgotten (`changed_since` from it is then
-/// `unknown_baseline`, which the protocol allows).
+/// A version in an owner's chain not served again for this long is forgotten (`changed_since`
+/// from it is then `unknown_baseline`, which the protocol allows), with the changes and lists
+/// no chain needs any more.
 pub const CATALOG_KEEP: Duration = Duration::from_secs(24 * 3600);
 
 /// The schema, one step per version; a file records the last step applied.
-const MIGRATIONS: [&str; 3] = [
+const MIGRATIONS: [&str; 4] = [
     "CREATE TABLE IF NOT EXISTS pilotage_runs (
         run_id TEXT PRIMARY KEY, record TEXT NOT NULL, expires_at_ms INTEGER NOT NULL);
      CREATE TABLE IF NOT EXISTS pilotage_replays (
@@ -67,6 +74,17 @@ const MIGRATIONS: [&str; 3] = [
     "CREATE TABLE pilotage_tasks (
         task_id TEXT PRIMARY KEY, owner TEXT NOT NULL, record TEXT NOT NULL,
         expires_at_ms INTEGER NOT NULL);",
+    // Catalog histories proportional to the changes (`state::catalog_history`): no whole snapshot.
+    "DROP TABLE IF EXISTS pilotage_catalogs;
+     CREATE TABLE pilotage_catalog_chain (
+        owner TEXT NOT NULL, language TEXT NOT NULL, seq INTEGER NOT NULL, version TEXT NOT NULL,
+        served_at_ms INTEGER NOT NULL, PRIMARY KEY (owner, language, seq));
+     CREATE INDEX pilotage_catalog_chain_version ON pilotage_catalog_chain (language, version);
+     CREATE TABLE pilotage_catalog_lists (
+        language TEXT NOT NULL, version TEXT NOT NULL, ids BLOB NOT NULL, PRIMARY KEY (language, version));
+     CREATE TABLE pilotage_catalog_deltas (
+        language TEXT NOT NULL, lo TEXT NOT NULL, hi TEXT NOT NULL, delta BLOB NOT NULL,
+        PRIMARY KEY (language, lo, hi));",
 ];
 
 /// [`super::tasks::now_ms`] as SQLite's INTEGER.
@@ -98,7 +116,7 @@ fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
 
 impl SqliteState {
     /// Open (or create) the store at `path`, applying its migrations.
-    pub fn open(path: impl AsRef<Path>) -> Result<Self, String> {
+    pub fn open(path: impl AsRef<FilePath>) -> Result<Self, String> {
         let conn = Connection::open(path).map_err(|e| e.to_string())?;
         Self::with(conn, true)
     }
@@ -113,7 +131,12 @@ impl SqliteState {
         conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA busy_timeout=5000;")
             .map_err(|e| e.to_string())?;
         migrate(&mut conn).map_err(|e| format!("migrating the store: {e}"))?;
-        let inner = Inner { conn: Mutex::new(conn), durable, writes: AtomicUsize::new(0) };
+        let inner = Inner {
+            conn: Mutex::new(conn),
+            durable,
+            writes: AtomicUsize::new(0),
+            recent: RecentSnapshots::default(),
+        };
         Ok(SqliteState { inner: Arc::new(inner) })
     }
 
@@ -135,13 +158,22 @@ impl SqliteState {
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
     {
+        self.call_with(write, move |c, _| f(c).map_err(err)).await
+    }
+
+    /// [`SqliteState::call`] for work that fails otherwise too, with the recent snapshots.
+    async fn call_with<T, F>(&self, write: bool, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection, &RecentSnapshots) -> StoreResult<T> + Send + 'static,
+    {
         let inner = self.inner.clone();
         let work = move || {
             let mut conn = inner.conn.lock().map_err(|_| StoreError("store poisoned".into()))?;
             if write && inner.writes.fetch_add(1, Ordering::Relaxed) % PURGE_EVERY == PURGE_EVERY - 1 {
                 let _ = purge(&conn);
             }
-            f(&mut conn).map_err(err)
+            f(&mut conn, &inner.recent)
         };
         tokio::task::spawn_blocking(work).await.map_err(err)?
     }
@@ -152,9 +184,157 @@ fn purge(conn: &Connection) -> rusqlite::Result<usize> {
     let runs = conn.execute("DELETE FROM pilotage_runs WHERE expires_at_ms <= ?1", params![now])?;
     let keys = conn.execute("DELETE FROM pilotage_keys WHERE expires_at_ms <= ?1", params![now])?;
     let old = now.saturating_sub(i64::try_from(CATALOG_KEEP.as_millis()).unwrap_or(i64::MAX));
-    let catalogs = conn.execute("DELETE FROM pilotage_catalogs WHERE served_at_ms <= ?1", params![old])?;
+    let catalogs =
+        conn.execute("DELETE FROM pilotage_catalog_chain WHERE served_at_ms <= ?1", params![old])?;
+    let unused = conn.execute(UNUSED_DELTAS, [])? + conn.execute(UNUSED_LISTS, [])?;
     let tasks = conn.execute("DELETE FROM pilotage_tasks WHERE expires_at_ms <= ?1", params![now])?;
-    Ok(runs + keys + catalogs + tasks)
+    Ok(runs + keys + catalogs + unused + tasks)
+}
+
+/// An owner's chain of served versions of a Language, oldest first, with the last `seq`.
+fn chain(conn: &Connection, owner: &str, language: &str) -> rusqlite::Result<(Vec<String>, i64)> {
+    let mut q = conn.prepare_cached(
+        "SELECT version, seq FROM pilotage_catalog_chain WHERE owner = ?1 AND language = ?2 ORDER BY seq",
+    )?;
+    let rows =
+        q.query_map(params![owner, language], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
+    let mut versions = Vec::new();
+    let mut last = 0;
+    for row in rows {
+        let (version, seq) = row?;
+        versions.push(version);
+        last = seq;
+    }
+    Ok((versions, last))
+}
+
+/// The stored delta of the pair `(lo, hi)`, if any.
+fn stored_delta(
+    conn: &Connection,
+    language: &str,
+    (lo, hi): (&str, &str),
+) -> StoreResult<Option<CatalogDelta>> {
+    let mut q = conn
+        .prepare_cached(
+            "SELECT delta FROM pilotage_catalog_deltas WHERE language = ?1 AND lo = ?2 AND hi = ?3",
+        )
+        .map_err(err)?;
+    let bytes: Option<Vec<u8>> =
+        q.query_row(params![language, lo, hi], |r| r.get(0)).optional().map_err(err)?;
+    bytes.map(|b| CatalogDelta::decode(&b)).transpose()
+}
+
+/// The changes along the owner's chain from `since` to `current` (see [`Found`]).
+fn look(conn: &Connection, owner: &str, language: &str, since: &str, current: &str) -> StoreResult<Found> {
+    let (versions, _) = chain(conn, owner, language).map_err(err)?;
+    let links = match path(&versions, since, current) {
+        Path::Unknown => return Ok(Found::Changes(None)),
+        Path::NotServed => return Ok(Found::NotServed),
+        Path::Links(links) => links,
+    };
+    let mut stored = HashMap::new();
+    for &(from, to) in &links {
+        let (lo, hi) = pair_key(from, to);
+        if let Some(delta) = stored_delta(conn, language, (lo, hi))? {
+            stored.insert((lo.to_owned(), hi.to_owned()), delta);
+        }
+    }
+    Ok(Found::Changes(compose(&links, &stored)))
+}
+
+/// The content of `version` for a delta from it: this process's snapshot, else the stored list.
+fn previous(
+    conn: &Connection,
+    recent: &RecentSnapshots,
+    language: &str,
+    version: &str,
+) -> StoreResult<Option<Previous>> {
+    if let Some(snapshot) = recent.get(language, version) {
+        return Ok(Some(Previous::Cached(snapshot)));
+    }
+    let mut q = conn
+        .prepare_cached("SELECT ids FROM pilotage_catalog_lists WHERE language = ?1 AND version = ?2")
+        .map_err(err)?;
+    let bytes: Option<Vec<u8>> =
+        q.query_row(params![language, version], |r| r.get(0)).optional().map_err(err)?;
+    Ok(bytes.map(|b| DigestList::decode(&b)).transpose()?.map(Previous::Stored))
+}
+
+/// Whether the delta of the pair `(lo, hi)` is stored.
+fn delta_stored(conn: &Connection, language: &str, (lo, hi): (&str, &str)) -> StoreResult<bool> {
+    conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM pilotage_catalog_deltas WHERE language = ?1 AND lo = ?2 AND hi = ?3)",
+        params![language, lo, hi],
+        |r| r.get(0),
+    )
+    .map_err(err)
+}
+
+/// Write what [`to_remember`] decided, append `version` to the owner's chain after `last` and
+/// keep its last [`HISTORY_DEPTH`].
+fn store_remembered(
+    tx: &Connection,
+    [owner, language, version]: [&str; 3],
+    last: i64,
+    write: Remembered,
+) -> rusqlite::Result<()> {
+    if let Some((lo, hi, delta)) = write.delta {
+        tx.execute(
+            "INSERT OR IGNORE INTO pilotage_catalog_deltas (language, lo, hi, delta) VALUES (?1, ?2, ?3, ?4)",
+            params![language, lo, hi, delta],
+        )?;
+    }
+    if let Some(ids) = write.list {
+        tx.execute(
+            "INSERT OR IGNORE INTO pilotage_catalog_lists (language, version, ids) VALUES (?1, ?2, ?3)",
+            params![language, version, ids],
+        )?;
+    }
+    tx.execute(
+        "INSERT INTO pilotage_catalog_chain (owner, language, seq, version, served_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![owner, language, last + 1, version, now_ms()],
+    )?;
+    tx.execute(
+        "DELETE FROM pilotage_catalog_chain WHERE owner = ?1 AND language = ?2 AND seq <= ?3",
+        params![owner, language, last + 1 - HISTORY_DEPTH as i64],
+    )
+    .map(drop)
+}
+
+/// [`SharedState::remember_catalog`] in one immediate transaction.
+fn remember(
+    conn: &mut Connection,
+    recent: &RecentSnapshots,
+    [owner, language]: &[String; 2],
+    snapshot: &CatalogSnapshot,
+) -> StoreResult<()> {
+    let version = snapshot.version();
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err)?;
+    let (versions, last) = chain(&tx, owner, language).map_err(err)?;
+    if versions.last().is_some_and(|v| v == version) {
+        tx.execute(
+            "UPDATE pilotage_catalog_chain SET served_at_ms = ?4 WHERE owner = ?1 AND language = ?2 AND seq = ?3",
+            params![owner, language, last, now_ms()],
+        )
+        .map_err(err)?;
+        return tx.commit().map_err(err);
+    }
+    let before = match versions.last() {
+        Some(prev) if !delta_stored(&tx, language, pair_key(prev, version))? => {
+            previous(&tx, recent, language, prev)?.map(|p| (prev.as_str(), p))
+        }
+        _ => None,
+    };
+    let listed: bool = tx
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM pilotage_catalog_lists WHERE language = ?1 AND version = ?2)",
+            params![language, version],
+            |r| r.get(0),
+        )
+        .map_err(err)?;
+    let write = to_remember(before.as_ref().map(|(v, p)| (*v, p)), snapshot, listed);
+    store_remembered(&tx, [owner, language, version], last, write).map_err(err)?;
+    tx.commit().map_err(err)
 }
 
 /// Claim a key inside one immediate transaction (see [`SharedState::claim_key`]).
@@ -353,46 +533,28 @@ impl SharedState for SqliteState {
         language: &str,
         snapshot: &Arc<CatalogSnapshot>,
     ) -> StoreResult<()> {
-        let k = [owner.to_owned(), language.to_owned(), snapshot.version().to_owned()];
-        let entries = serde_json::to_string(snapshot.entries()).map_err(err)?;
-        self.call(true, move |c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            tx.execute(
-                "INSERT OR REPLACE INTO pilotage_catalogs (owner, language, version, entries, served_at_ms, seq)
-                 VALUES (?1, ?2, ?3, ?4, ?5, (SELECT COALESCE(MAX(seq), 0) + 1 FROM pilotage_catalogs
-                                              WHERE owner = ?1 AND language = ?2))",
-                params![k[0], k[1], k[2], entries, now_ms()],
-            )?;
-            tx.execute(
-                "DELETE FROM pilotage_catalogs WHERE owner = ?1 AND language = ?2 AND seq <=
-                   (SELECT MAX(seq) FROM pilotage_catalogs WHERE owner = ?1 AND language = ?2) - ?3",
-                params![k[0], k[1], HISTORY_DEPTH as i64],
-            )?;
-            tx.commit()
+        let (k, snapshot) = ([owner.to_owned(), language.to_owned()], snapshot.clone());
+        self.call_with(true, move |c, recent| {
+            remember(c, recent, &k, &snapshot)?;
+            recent.put(&k[1], &snapshot);
+            Ok(())
         })
         .await
     }
 
-    async fn catalog_at(
+    async fn catalog_changes(
         &self,
         owner: &str,
         language: &str,
-        version: &str,
-    ) -> StoreResult<Option<Arc<CatalogSnapshot>>> {
-        let k = [owner.to_owned(), language.to_owned(), version.to_owned()];
-        let text: Option<String> = self
-            .call(false, move |c| {
-                c.query_row(
-                    "SELECT entries FROM pilotage_catalogs WHERE owner = ?1 AND language = ?2 AND version = ?3",
-                    params![k[0], k[1], k[2]],
-                    |r| r.get(0),
-                )
-                .optional()
-            })
-            .await?;
-        let Some(text) = text else { return Ok(None) };
-        let entries: Vec<CatalogEntry> = serde_json::from_str(&text).map_err(err)?;
-        Ok(Some(Arc::new(CatalogSnapshot::new(entries))))
+        since: &str,
+        current: &Arc<CatalogSnapshot>,
+    ) -> StoreResult<Option<Vec<(String, ChangeKind)>>> {
+        let k = [owner.to_owned(), language.to_owned(), since.to_owned(), current.version().to_owned()];
+        let look = || {
+            let k = k.clone();
+            self.call_with(false, move |c, _| look(c, &k[0], &k[1], &k[2], &k[3]))
+        };
+        changes_along(since, current, look, || self.remember_catalog(owner, language, current)).await
     }
 
     async fn purge_expired(&self) -> StoreResult<u64> {

@@ -12,7 +12,7 @@ use super::runs::RunRecord;
 use super::shared::{Claimed, KeyRef, SharedState, Stored, HISTORY_DEPTH};
 use super::tasks::{TaskRecord, TaskState};
 use crate::engine::catalog::CatalogSnapshot;
-use crate::model::catalog::CatalogEntry;
+use crate::model::catalog::{CatalogEntry, ChangeKind};
 use crate::model::declaration::TraceLevel;
 use crate::model::outcome::Outcome;
 
@@ -28,6 +28,8 @@ pub async fn state_suite(store: Arc<dyn SharedState>) {
     concurrent_duplicates_run_once(&store, &me).await;
     promotions_are_immutable_scoped_and_capped(&*store, &me).await;
     catalogs_are_remembered_per_owner_to_a_depth(&*store, &me).await;
+    a_chain_composes_to_the_direct_diff(&*store, &format!("{me}-chain")).await;
+    a_session_not_told_is_appended(&*store, &me).await;
     tasks_are_scoped_replaced_and_expire(&*store, &me).await;
 }
 
@@ -171,37 +173,144 @@ async fn promotions_are_immutable_scoped_and_capped(store: &dyn SharedState, me:
     assert_eq!(store.promotions(me, "suite/v2").await.unwrap(), []);
 }
 
-fn snapshot(n: usize) -> Arc<CatalogSnapshot> {
-    let entry: CatalogEntry = serde_json::from_value(json!({
-        "id": format!("entry_{n}"), "kind": "thing", "name": format!("Thing {n}"), "risk": "read",
+fn entry(id: &str, name: &str) -> CatalogEntry {
+    serde_json::from_value(json!({
+        "id": id, "kind": "thing", "name": name, "risk": "read",
         "risk_hints": {"readOnly": true, "destructive": false, "openWorld": false},
     }))
-    .unwrap();
-    Arc::new(CatalogSnapshot::new(vec![entry]))
+    .unwrap()
+}
+
+/// A catalog of `(id, name)` entries.
+fn catalog(entries: &[(&str, &str)]) -> Arc<CatalogSnapshot> {
+    Arc::new(CatalogSnapshot::new(entries.iter().map(|(id, name)| entry(id, name)).collect()))
+}
+
+fn snapshot(n: usize) -> Arc<CatalogSnapshot> {
+    catalog(&[(&format!("entry_{n}"), &format!("Thing {n}"))])
+}
+
+/// What `changes_to` answers from `old` to `new`: what a store must compose.
+fn direct(old: &CatalogSnapshot, new: &CatalogSnapshot) -> Option<Vec<(String, ChangeKind)>> {
+    Some(super::catalog_history::changes_between(old, new))
+}
+
+async fn changes(
+    store: &dyn SharedState,
+    me: &str,
+    since: &CatalogSnapshot,
+    current: &Arc<CatalogSnapshot>,
+) -> Option<Vec<(String, ChangeKind)>> {
+    store.catalog_changes(me, "suite/v1", since.version(), current).await.unwrap()
+}
+
+async fn serve(store: &dyn SharedState, me: &str, snapshot: &Arc<CatalogSnapshot>) {
+    store.remember_catalog(me, "suite/v1", snapshot).await.unwrap();
 }
 
 async fn catalogs_are_remembered_per_owner_to_a_depth(store: &dyn SharedState, me: &str) {
-    let lang = "suite/v1";
-    let first = snapshot(0);
-    store.remember_catalog(me, lang, &first).await.unwrap();
-    let found = store.catalog_at(me, lang, first.version()).await.unwrap().expect("remembered");
-    assert_eq!((found.version(), found.entries()), (first.version(), first.entries()));
-    assert!(store.catalog_at(&format!("{me}-other"), lang, first.version()).await.unwrap().is_none());
-    for n in 1..=HISTORY_DEPTH {
-        store.remember_catalog(me, lang, &snapshot(n)).await.unwrap();
+    let (first, second) = (snapshot(0), snapshot(1));
+    serve(store, me, &first).await;
+    serve(store, me, &second).await;
+    let expected =
+        vec![("entry_0".to_owned(), ChangeKind::Removed), ("entry_1".to_owned(), ChangeKind::Added)];
+    assert_eq!(changes(store, me, &first, &second).await, Some(expected), "remembered");
+    assert_eq!(changes(store, me, &second, &second).await, Some(Vec::new()), "the same token");
+    assert_eq!(changes(store, me, &snapshot(99), &second).await, None, "never served");
+    let other = format!("{me}-other");
+    assert_eq!(changes(store, &other, &first, &second).await, None, "served to another owner");
+    let elsewhere = store.catalog_changes(me, "suite/v2", first.version(), &second).await.unwrap();
+    assert_eq!(elsewhere, None, "served in another Language");
+    for n in 2..HISTORY_DEPTH {
+        serve(store, me, &snapshot(n)).await;
     }
-    assert!(store.catalog_at(me, lang, first.version()).await.unwrap().is_none(), "past the depth");
-    assert!(store.catalog_at(me, lang, snapshot(1).version()).await.unwrap().is_some(), "within the depth");
-    store.remember_catalog(me, lang, &snapshot(1)).await.unwrap();
-    store.remember_catalog(me, lang, &snapshot(HISTORY_DEPTH + 1)).await.unwrap();
-    assert!(
-        store.catalog_at(me, lang, snapshot(1).version()).await.unwrap().is_some(),
-        "served again: recent"
-    );
-    assert!(
-        store.catalog_at(me, lang, snapshot(2).version()).await.unwrap().is_none(),
-        "now the oldest went"
-    );
+    let last = snapshot(HISTORY_DEPTH - 1);
+    assert_eq!(changes(store, me, &first, &last).await, direct(&first, &last), "the depth-th last");
+    serve(store, me, &snapshot(HISTORY_DEPTH)).await;
+    let last = snapshot(HISTORY_DEPTH);
+    assert_eq!(changes(store, me, &first, &last).await, None, "past the depth");
+    assert_eq!(changes(store, me, &second, &last).await, direct(&second, &last), "within the depth");
+    serve(store, me, &second).await;
+    serve(store, me, &snapshot(HISTORY_DEPTH + 1)).await;
+    let last = snapshot(HISTORY_DEPTH + 1);
+    assert_eq!(changes(store, me, &second, &last).await, direct(&second, &last), "served again: recent");
+    assert_eq!(changes(store, me, &snapshot(2), &last).await, None, "now the oldest went");
+    assert_eq!(changes(store, me, &snapshot(3), &last).await, direct(&snapshot(3), &last), "the oldest kept");
+}
+
+/// Versions served one after the other: additions, removals, modifications, an entry removed
+/// and re-added the same, one removed and re-added otherwise, one modified and back.
+fn versions() -> Vec<Arc<CatalogSnapshot>> {
+    vec![
+        catalog(&[("a", "A"), ("b", "B"), ("c", "C"), ("d", "D")]),
+        catalog(&[("a", "A2"), ("c", "C"), ("d", "D"), ("e", "E")]),
+        catalog(&[("a", "A2"), ("b", "B"), ("d", "D2"), ("e", "E")]),
+        catalog(&[("a", "A"), ("b", "B"), ("c", "C3"), ("d", "D2"), ("f", "F")]),
+        catalog(&[("a", "A"), ("b", "B"), ("c", "C3"), ("f", "F"), ("g", "G")]),
+    ]
+}
+
+async fn a_chain_composes_to_the_direct_diff(store: &dyn SharedState, me: &str) {
+    let all = versions();
+    for v in &all {
+        serve(store, me, v).await;
+    }
+    let current = &all[all.len() - 1];
+    store.purge_expired().await.unwrap();
+    for since in &all {
+        assert_eq!(
+            changes(store, me, since, current).await,
+            direct(since, current),
+            "from {}",
+            since.version()
+        );
+    }
+    let from_first = changes(store, me, &all[0], current).await.unwrap();
+    let ids: Vec<&str> = from_first.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(ids, ["c", "d", "f", "g"], "a and b came back as they were");
+    // A → B → A: the chain continues; nothing from A, B's changes undone from B.
+    let (a, b) = (all[0].clone(), all[1].clone());
+    serve(store, me, &a).await;
+    serve(store, me, &b).await;
+    serve(store, me, &a).await;
+    assert_eq!(changes(store, me, &a, &a).await, Some(Vec::new()), "A→B→A: nothing from A");
+    assert_eq!(changes(store, me, &b, &a).await, direct(&b, &a), "from B back to A");
+    assert_eq!(changes(store, me, &all[2], &a).await, direct(&all[2], &a), "across the A→B→A");
+}
+
+async fn a_session_not_told_is_appended(store: &dyn SharedState, me: &str) {
+    let all = versions();
+    let owner = format!("{me}-sessions");
+    serve(store, &owner, &all[0]).await;
+    serve(store, &owner, &all[1]).await;
+    // Another session of the owner still holds all[0] and asks from all[1].
+    assert_eq!(changes(store, &owner, &all[1], &all[0]).await, direct(&all[1], &all[0]));
+}
+
+/// The cases that need a second store on the same database or file (`replica`, a replica whose
+/// process served nothing yet): it answers from versions `store` served, and remembers the next
+/// version from the stored list of the last one. Each run uses fresh owner ids.
+pub async fn replica_suite(store: Arc<dyn SharedState>, replica: Arc<dyn SharedState>) {
+    let me = format!("replica-{}", uuid::Uuid::new_v4().simple());
+    let all = versions();
+    for v in &all[..3] {
+        serve(&*store, &me, v).await;
+    }
+    let current = &all[2];
+    assert_eq!(changes(&*replica, &me, &all[0], current).await, direct(&all[0], current), "served elsewhere");
+    assert_eq!(changes(&*replica, &me, &all[3], current).await, None, "not served yet");
+    serve(&*replica, &me, &all[3]).await;
+    let next = &all[3];
+    for since in &all[..3] {
+        assert_eq!(changes(&*replica, &me, since, next).await, direct(since, next), "cold cache");
+        assert_eq!(changes(&*store, &me, since, next).await, direct(since, next), "seen from the first");
+    }
+    // Another owner served the same versions: the deltas are shared, the chain is its own.
+    let other = format!("{me}-other");
+    serve(&*replica, &other, &all[1]).await;
+    serve(&*replica, &other, &all[3]).await;
+    assert_eq!(changes(&*store, &other, &all[1], next).await, direct(&all[1], next));
+    assert_eq!(changes(&*store, &other, &all[0], next).await, None, "not in its chain");
 }
 
 #[cfg(test)]
@@ -217,6 +326,16 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn sqlite_state_passes_the_suite() {
         state_suite(Arc::new(crate::state::SqliteState::in_memory().unwrap())).await;
+    }
+
+    #[cfg(feature = "sqlite")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn two_sqlite_stores_on_one_file_pass_the_replica_suite() {
+        let dir = std::env::temp_dir().join(format!("pilotage-replica-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let open = || crate::state::SqliteState::open(dir.join("state.sqlite")).unwrap();
+        replica_suite(Arc::new(open()), Arc::new(open())).await;
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 
@@ -299,7 +418,18 @@ mod postgres_tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn postgres_state_passes_the_suite() {
-        state_suite(Arc::new(test_postgres().await)).await;
+        // A schema of its own: the shared test database may hold another build's schema.
+        let schema = TestSchema::create("suite").await;
+        state_suite(Arc::new(crate::state::PostgresState::connect(&schema.url).await.unwrap())).await;
+        schema.drop_all().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn two_postgres_replicas_pass_the_replica_suite() {
+        let schema = TestSchema::create("replica").await;
+        let connect = || crate::state::PostgresState::connect(&schema.url);
+        replica_suite(Arc::new(connect().await.unwrap()), Arc::new(connect().await.unwrap())).await;
+        schema.drop_all().await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -42,7 +42,7 @@ pub use self::ran::{check_correspondence, Ran};
 #[cfg(feature = "sqlite")]
 pub use self::store::TempStore;
 pub use crate::ops::validate::{derive, Derivation};
-pub use crate::state::suite::state_suite;
+pub use crate::state::suite::{replica_suite, state_suite};
 
 /// A typed plain tool's arguments from JSON, as the generated code reads them: for a test
 /// that calls the tool's method directly (`engine.add_entry(typed_args(json!({...})))`).
