@@ -246,7 +246,7 @@ pub fn oriented(stored: CatalogDelta, from: &str, to: &str) -> CatalogDelta {
 
 /// Where `since` and `current` lie in an owner's `chain` (its served versions, oldest first).
 #[derive(Debug, PartialEq, Eq)]
-pub enum Path<'a> {
+pub enum ChainPath<'a> {
     /// `since` is not in the chain: unknown or forgotten.
     Unknown,
     /// `current` does not follow the last `since` in the chain: remember it, then look again.
@@ -255,14 +255,14 @@ pub enum Path<'a> {
     Links(Vec<(&'a str, &'a str)>),
 }
 
-/// The [`Path`] from `since` to `current` in `chain`.
-pub fn path<'a>(chain: &'a [String], since: &str, current: &str) -> Path<'a> {
-    let Some(from) = chain.iter().rposition(|v| v == since) else { return Path::Unknown };
+/// The [`ChainPath`] from `since` to `current` in `chain`.
+pub fn chain_path<'a>(chain: &'a [String], since: &str, current: &str) -> ChainPath<'a> {
+    let Some(from) = chain.iter().rposition(|v| v == since) else { return ChainPath::Unknown };
     match chain.iter().rposition(|v| v == current) {
         Some(to) if to > from => {
-            Path::Links(chain[from..=to].windows(2).map(|w| (w[0].as_str(), w[1].as_str())).collect())
+            ChainPath::Links(chain[from..=to].windows(2).map(|w| (w[0].as_str(), w[1].as_str())).collect())
         }
-        _ => Path::NotServed,
+        _ => ChainPath::NotServed,
     }
 }
 
@@ -453,10 +453,10 @@ mod tests {
     #[test]
     fn a_path_runs_from_the_last_since_to_the_last_current() {
         let chain: Vec<String> = ["A", "B", "A", "C"].map(String::from).to_vec();
-        assert_eq!(path(&chain, "A", "C"), Path::Links(vec![("A", "C")]));
-        assert_eq!(path(&chain, "B", "C"), Path::Links(vec![("B", "A"), ("A", "C")]));
-        assert_eq!(path(&chain, "C", "A"), Path::NotServed);
-        assert_eq!(path(&chain, "D", "C"), Path::Unknown);
-        assert_eq!(path(&chain, "B", "D"), Path::NotServed);
+        assert_eq!(chain_path(&chain, "A", "C"), ChainPath::Links(vec![("A", "C")]));
+        assert_eq!(chain_path(&chain, "B", "C"), ChainPath::Links(vec![("B", "A"), ("A", "C")]));
+        assert_eq!(chain_path(&chain, "C", "A"), ChainPath::NotServed);
+        assert_eq!(chain_path(&chain, "D", "C"), ChainPath::Unknown);
+        assert_eq!(chain_path(&chain, "B", "D"), ChainPath::NotServed);
     }
 }

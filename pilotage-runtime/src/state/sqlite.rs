@@ -5,7 +5,7 @@
 //! workers. Several replicas share state through `PostgresState` instead.
 
 use std::collections::HashMap;
-use std::path::Path as FilePath;
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,8 +14,8 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde_json::Value;
 
 use super::catalog_history::{
-    changes_along, compose, pair_key, path, to_remember, CatalogDelta, DigestList, Found, Path, Previous,
-    RecentSnapshots, Remembered, UNUSED_DELTAS, UNUSED_LISTS,
+    chain_path, changes_along, compose, pair_key, to_remember, CatalogDelta, ChainPath, DigestList, Found,
+    Previous, RecentSnapshots, Remembered, UNUSED_DELTAS, UNUSED_LISTS,
 };
 use super::runs::RunRecord;
 use super::shared::{Claimed, KeyRef, SharedState, StoreError, StoreResult, Stored, HISTORY_DEPTH};
@@ -116,7 +116,7 @@ fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
 
 impl SqliteState {
     /// Open (or create) the store at `path`, applying its migrations.
-    pub fn open(path: impl AsRef<FilePath>) -> Result<Self, String> {
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, String> {
         let conn = Connection::open(path).map_err(|e| e.to_string())?;
         Self::with(conn, true)
     }
@@ -227,10 +227,10 @@ fn stored_delta(
 /// The changes along the owner's chain from `since` to `current` (see [`Found`]).
 fn look(conn: &Connection, owner: &str, language: &str, since: &str, current: &str) -> StoreResult<Found> {
     let (versions, _) = chain(conn, owner, language).map_err(err)?;
-    let links = match path(&versions, since, current) {
-        Path::Unknown => return Ok(Found::Changes(None)),
-        Path::NotServed => return Ok(Found::NotServed),
-        Path::Links(links) => links,
+    let links = match chain_path(&versions, since, current) {
+        ChainPath::Unknown => return Ok(Found::Changes(None)),
+        ChainPath::NotServed => return Ok(Found::NotServed),
+        ChainPath::Links(links) => links,
     };
     let mut stored = HashMap::new();
     for &(from, to) in &links {
