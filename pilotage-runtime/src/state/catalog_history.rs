@@ -266,6 +266,17 @@ pub fn chain_path<'a>(chain: &'a [String], since: &str, current: &str) -> ChainP
     }
 }
 
+impl<'a> ChainPath<'a> {
+    /// The links to compose, or what a durable store answers without composing.
+    pub fn links(self) -> Result<Vec<(&'a str, &'a str)>, Found> {
+        match self {
+            ChainPath::Unknown => Err(Found::Changes(None)),
+            ChainPath::NotServed => Err(Found::NotServed),
+            ChainPath::Links(links) => Ok(links),
+        }
+    }
+}
+
 /// The changes along `links`, each link's delta from `stored` (keyed by [`pair_key`]); `None`
 /// when one is missing (then the baseline is as good as forgotten).
 pub fn compose(

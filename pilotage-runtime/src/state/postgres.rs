@@ -16,8 +16,8 @@ use serde_json::Value;
 use tokio_postgres::NoTls;
 
 use super::catalog_history::{
-    chain_path, changes_along, compose, pair_key, to_remember, CatalogDelta, ChainPath, DigestList, Found,
-    Previous, RecentSnapshots, Remembered, UNUSED_DELTAS, UNUSED_LISTS,
+    chain_path, changes_along, compose, pair_key, to_remember, CatalogDelta, DigestList, Found, Previous,
+    RecentSnapshots, Remembered, UNUSED_DELTAS, UNUSED_LISTS,
 };
 use super::runs::RunRecord;
 use super::shared::{Claimed, KeyRef, SharedState, StoreError, StoreResult, Stored, HISTORY_DEPTH};
@@ -371,10 +371,9 @@ impl PostgresState {
     async fn look(&self, owner: &str, language: &str, since: &str, current: &str) -> StoreResult<Found> {
         let client = self.client().await?;
         let (versions, _) = chain(&client, owner, language).await?;
-        let links = match chain_path(&versions, since, current) {
-            ChainPath::Unknown => return Ok(Found::Changes(None)),
-            ChainPath::NotServed => return Ok(Found::NotServed),
-            ChainPath::Links(links) => links,
+        let links = match chain_path(&versions, since, current).links() {
+            Ok(links) => links,
+            Err(found) => return Ok(found),
         };
         let keys: Vec<(&str, &str)> = links.iter().map(|&(a, b)| pair_key(a, b)).collect();
         let stored = stored_deltas(&client, language, &keys).await?;

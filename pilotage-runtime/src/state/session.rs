@@ -115,17 +115,14 @@ impl Session {
     }
 
     /// The changes from the version `since` served to this caller to `current` (the snapshot
-    /// just served), `None` when `since` is unknown or forgotten: at once when the tokens match,
-    /// else composed by the store.
+    /// just served), `None` when `since` is unknown or forgotten, as the store answers it (at
+    /// once when the tokens match).
     pub async fn changes_since(
         &self,
         lang: usize,
         since: &str,
         current: &Arc<CatalogSnapshot>,
     ) -> StoreResult<Option<Vec<(String, ChangeKind)>>> {
-        if since == current.version() {
-            return Ok(Some(Vec::new()));
-        }
         self.scope.catalog_changes(&self.caller.id, self.language(lang), since, current).await
     }
 

@@ -14,8 +14,8 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde_json::Value;
 
 use super::catalog_history::{
-    chain_path, changes_along, compose, pair_key, to_remember, CatalogDelta, ChainPath, DigestList, Found,
-    Previous, RecentSnapshots, Remembered, UNUSED_DELTAS, UNUSED_LISTS,
+    chain_path, changes_along, compose, pair_key, to_remember, CatalogDelta, DigestList, Found, Previous,
+    RecentSnapshots, Remembered, UNUSED_DELTAS, UNUSED_LISTS,
 };
 use super::runs::RunRecord;
 use super::shared::{Claimed, KeyRef, SharedState, StoreError, StoreResult, Stored, HISTORY_DEPTH};
@@ -227,10 +227,9 @@ fn stored_delta(
 /// The changes along the owner's chain from `since` to `current` (see [`Found`]).
 fn look(conn: &Connection, owner: &str, language: &str, since: &str, current: &str) -> StoreResult<Found> {
     let (versions, _) = chain(conn, owner, language).map_err(err)?;
-    let links = match chain_path(&versions, since, current) {
-        ChainPath::Unknown => return Ok(Found::Changes(None)),
-        ChainPath::NotServed => return Ok(Found::NotServed),
-        ChainPath::Links(links) => links,
+    let links = match chain_path(&versions, since, current).links() {
+        Ok(links) => links,
+        Err(found) => return Ok(found),
     };
     let mut stored = HashMap::new();
     for &(from, to) in &links {
