@@ -1,12 +1,13 @@
 //! The bounds of one engine call that engine code can see: a [`Signal`] (cancellation and the
 //! call's deadline) and a [`Budget`] of bytes the call may make the server hold.
 //!
-//! The runtime runs every engine call (validate, execute, catalog, plain tools) on a blocking
-//! thread with its bounds installed, so [`Validation`](super::Validation), [`Run`](super::Run)
-//! and [`StepBuilder`](super::StepBuilder) check them on every call and become inert once the
-//! signal fires, and code that has neither at hand (a plain tool, a database progress callback,
-//! a value builder deep in an interpreter) reads them with [`Signal::current`] and
-//! [`Budget::current`]. Outside an engine call both are unbounded.
+//! The runtime runs every engine call (validate, execute, catalog, plain tools) on an engine
+//! thread, never on the async workers, with its bounds installed, so
+//! [`Validation`](super::Validation), [`Run`](super::Run) and [`StepBuilder`](super::StepBuilder)
+//! check them on every call and become inert once the signal fires, and code that has neither
+//! at hand (a plain tool, a database progress callback, a value builder deep in an interpreter)
+//! reads them with [`Signal::current`] and [`Budget::current`]. Outside an engine call both are
+//! unbounded.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -44,7 +44,7 @@ pub struct Limits {
     /// Diagnostics one validate response carries; past it the rest are counted and a last
     /// `constraint` diagnostic says how many were left out.
     pub max_diagnostics: usize,
-    /// Run each validation on the blocking pool, so the time bound holds even against a
+    /// Run each validation on an engine thread, so the time bound holds even against a
     /// validator that never returns (default). `false` validates inline on the request's task,
     /// which saves a thread hand-off per request (see `benches/fair.rs`) but bounds time
     /// only cooperatively (the [`Validation`](super::Validation) sink turns inert at the

@@ -1,4 +1,4 @@
-//! Every engine call the operations make: on the blocking pool, never on the async workers;
+//! Every engine call the operations make: on an engine thread, never on the async workers;
 //! within the server-wide cap on concurrent engine calls (a flood queues until its deadline,
 //! then is refused); under a deadline and a cancellation signal that reach the engine through
 //! [`Bounds`], so a bound stops the work and not only the answer.
@@ -43,7 +43,7 @@ impl EngineCall {
         EngineCall { bounds, time, deadline, slots: slots.clone() }
     }
 
-    /// Run `f` on the blocking pool with the bounds installed. The slot is held until `f`
+    /// Run `f` on an engine thread (see [`super::threads`]) with the bounds installed. The slot is held until `f`
     /// returns, so an engine that ignores its signal still counts against the cap.
     pub async fn run<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> Result<T, CallEnd> {
         let deadline = tokio::time::Instant::from_std(self.deadline);
@@ -56,19 +56,19 @@ impl EngineCall {
             },
         };
         let bounds = self.bounds.clone();
-        let task = tokio::task::spawn_blocking(move || {
+        let answer = super::threads::spawn(move || {
             let _entered = bounds.enter();
-            let result = std::panic::catch_unwind(AssertUnwindSafe(f));
+            let value = f();
             drop(permit);
-            result
+            value
         });
-        match tokio::time::timeout_at(deadline, task).await {
-            Err(_) => {
+        match answer.until(deadline).await {
+            None => {
                 self.bounds.signal.cancel();
                 Err(CallEnd::TimedOut)
             }
-            Ok(Ok(Ok(value))) => Ok(value),
-            Ok(_) => Err(CallEnd::Panicked),
+            Some(Some(value)) => Ok(value),
+            Some(None) => Err(CallEnd::Panicked),
         }
     }
 

@@ -10,6 +10,7 @@ pub(crate) mod learn;
 pub(crate) mod lookup;
 pub(crate) mod plain;
 pub(crate) mod promote;
+pub(crate) mod threads;
 pub(crate) mod trace_fetch;
 pub(crate) mod validate;
 pub(crate) mod watch;

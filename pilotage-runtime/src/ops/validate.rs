@@ -87,7 +87,7 @@ fn check_size(ctx: Ctx<'_>, program: &Value) -> OpResult<()> {
     Ok(())
 }
 
-/// The engine's validate method under the time bound: on the blocking pool when isolated, else
+/// The engine's validate method under the time bound: on an engine thread when isolated, else
 /// inline and judged after the fact.
 async fn call_validator(ctx: Ctx<'_>, request: ValidateRequest) -> OpResult<ValidationCore> {
     let limits = ctx.lang.limits;

@@ -154,7 +154,7 @@ enum Ended {
     Cancelled,
 }
 
-/// The engine's execute method on a blocking thread (never on the async workers), so the time
+/// The engine's execute method on an engine thread (never on the async workers), so the time
 /// bound holds even against an engine that never yields; a timed-out run is told to stop (its
 /// `Run` turns inert, `Run::should_stop` is true) and dropped at its next await.
 async fn call_engine(

@@ -1,0 +1,282 @@
+//! The threads engine calls run on: never the async workers. A few process-wide engine threads
+//! (one per core, at most [`MAX_THREADS`]) take a call at once when one of them is free, and
+//! the rest go to tokio's blocking pool, so a call never waits behind another one.
+//!
+//! The engine threads make the hand-off cheap when the server is not busy. Waking a sleeping
+//! thread costs tens of microseconds on a virtual machine, more than a small validation itself
+//! (`benches/fair.rs`), and a call pays it twice: once to wake the thread that runs it, once to
+//! wake the worker that answers. So:
+//! - an engine thread that finishes a call while no other call is in flight looks for the next
+//!   one for [`LINGER`] before it sleeps (one thread at most looks; the others sleep);
+//! - a request whose call is the only one in flight polls for its answer for up to [`POLL`]
+//!   (never past its deadline) before its worker waits like any other task.
+//!
+//! Both loops yield the core to any other runnable thread on every turn, and both stop as soon
+//! as other calls are in flight: a busy server keeps its cores for work (and a call that never
+//! returns counts as in flight for good, so the process then hands off without either loop). The request does not
+//! poll on a current-thread runtime or a runtime with one worker, where that worker also drives
+//! the I/O the engine may be waiting for.
+
+use std::collections::VecDeque;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use tokio::runtime::{Handle, RuntimeFlavor};
+use tokio::sync::oneshot;
+
+/// How long an engine thread looks for its next call before it sleeps, when no call is in
+/// flight.
+pub(crate) const LINGER: Duration = Duration::from_micros(500);
+
+/// How long a request whose engine call is the only one in flight polls for its answer before
+/// its worker waits like any other task.
+pub(crate) const POLL: Duration = Duration::from_millis(1);
+
+/// Most engine threads, whatever the core count.
+const MAX_THREADS: usize = 8;
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// The process's engine threads.
+struct Threads {
+    /// Calls handed to a free engine thread and not yet taken.
+    waiting: Mutex<Waiting>,
+    wake: Condvar,
+    /// Engine threads free to take a call (spinning or asleep), less the calls waiting for them.
+    free: AtomicUsize,
+    /// Length of the queue, read without the lock.
+    queued: AtomicUsize,
+    /// Engine calls running or waiting anywhere (engine threads and blocking pool).
+    in_flight: AtomicUsize,
+}
+
+#[derive(Default)]
+struct Waiting {
+    jobs: VecDeque<Job>,
+    asleep: usize,
+    /// One engine thread at most looks for the next call; the others sleep, so that idle
+    /// engine threads never crowd the cores.
+    lingering: bool,
+}
+
+fn threads() -> &'static Threads {
+    static THREADS: OnceLock<Threads> = OnceLock::new();
+    THREADS.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        for i in 0..cores.min(MAX_THREADS) {
+            // A thread that cannot be started is one fewer fast path; calls then go to the pool.
+            let _ =
+                std::thread::Builder::new().name(format!("pilotage-engine-{i}")).spawn(|| threads().serve());
+        }
+        Threads {
+            waiting: Mutex::default(),
+            wake: Condvar::new(),
+            free: AtomicUsize::new(0),
+            queued: AtomicUsize::new(0),
+            in_flight: AtomicUsize::new(0),
+        }
+    })
+}
+
+/// Runs `f` off the async workers and answers with its value, or `None` if it panicked.
+/// Must be called from within a tokio runtime.
+pub(crate) fn spawn<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Answer<T> {
+    let threads = threads();
+    let (tx, rx) = oneshot::channel();
+    let handle = Handle::current();
+    let job = {
+        let handle = handle.clone();
+        move || {
+            let _runtime = handle.enter();
+            let value = std::panic::catch_unwind(AssertUnwindSafe(f)).ok();
+            threads.in_flight.fetch_sub(1, Ordering::AcqRel);
+            let _ = tx.send(value);
+        }
+    };
+    threads.in_flight.fetch_add(1, Ordering::AcqRel);
+    let claimed = threads.free.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+    if claimed.is_ok() {
+        threads.hand(Box::new(job));
+    } else {
+        drop(tokio::task::spawn_blocking(job));
+    }
+    let poll = handle.runtime_flavor() == RuntimeFlavor::MultiThread && handle.metrics().num_workers() > 1;
+    Answer { rx, poll }
+}
+
+/// The answer of an engine call started by [`spawn`].
+pub(crate) struct Answer<T> {
+    rx: oneshot::Receiver<Option<T>>,
+    poll: bool,
+}
+
+impl<T> Answer<T> {
+    /// The call's value, `Some(None)` if it panicked, `None` if `deadline` came first.
+    pub async fn until(mut self, deadline: tokio::time::Instant) -> Option<Option<T>> {
+        if self.poll {
+            let until = (Instant::now() + POLL).min(deadline.into_std());
+            while threads().in_flight.load(Ordering::Acquire) <= 1 && Instant::now() < until {
+                match self.rx.try_recv() {
+                    Ok(value) => return Some(value),
+                    Err(oneshot::error::TryRecvError::Closed) => return Some(None),
+                    Err(oneshot::error::TryRecvError::Empty) => std::thread::yield_now(),
+                }
+            }
+        }
+        match tokio::time::timeout_at(deadline, self.rx).await {
+            Ok(Ok(value)) => Some(value),
+            Ok(Err(_)) => Some(None),
+            Err(_) => None,
+        }
+    }
+}
+
+impl Threads {
+    /// Queues `job` for the free engine thread claimed for it.
+    fn hand(&self, job: Job) {
+        let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        waiting.jobs.push_back(job);
+        self.queued.fetch_add(1, Ordering::Release);
+        if waiting.asleep > 0 && !waiting.lingering {
+            self.wake.notify_one();
+        }
+    }
+
+    /// An engine thread's life: take a call, run it, be free again.
+    fn serve(&self) {
+        self.free.fetch_add(1, Ordering::AcqRel);
+        loop {
+            let job = self.next();
+            // The job catches the engine's panics; this keeps the thread whatever happens.
+            let _ = std::panic::catch_unwind(AssertUnwindSafe(job));
+            self.free.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    /// The next call: looked for during [`LINGER`] if no other engine thread is looking, then
+    /// waited for asleep.
+    fn next(&self) -> Job {
+        let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(job) = self.take(&mut waiting) {
+            return job;
+        }
+        if !waiting.lingering && self.in_flight.load(Ordering::Acquire) == 0 {
+            waiting.lingering = true;
+            drop(waiting);
+            let found = self.linger();
+            waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+            waiting.lingering = false;
+            if let Some(job) = found {
+                return job;
+            }
+        }
+        loop {
+            if let Some(job) = self.take(&mut waiting) {
+                return job;
+            }
+            waiting.asleep += 1;
+            waiting = self.wake.wait(waiting).unwrap_or_else(|e| e.into_inner());
+            waiting.asleep -= 1;
+        }
+    }
+
+    /// Looks for a call during [`LINGER`], yielding the core on every turn.
+    fn linger(&self) -> Option<Job> {
+        let until = Instant::now() + LINGER;
+        while Instant::now() < until {
+            if self.queued.load(Ordering::Acquire) > 0 {
+                if let Some(job) = self.take(&mut self.waiting.lock().unwrap_or_else(|e| e.into_inner())) {
+                    return Some(job);
+                }
+            }
+            std::thread::yield_now();
+        }
+        None
+    }
+
+    fn take(&self, waiting: &mut Waiting) -> Option<Job> {
+        let job = waiting.jobs.pop_front()?;
+        self.queued.fetch_sub(1, Ordering::Release);
+        Some(job)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use tokio::time::Instant as TokioInstant;
+
+    fn later(ms: u64) -> TokioInstant {
+        TokioInstant::now() + Duration::from_millis(ms)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn calls_run_off_the_calling_thread_and_see_the_runtime() {
+        let caller = std::thread::current().id();
+        let seen = super::spawn(move || {
+            let handle = tokio::runtime::Handle::current();
+            let slept = handle.block_on(async {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                7
+            });
+            (std::thread::current().id() != caller, slept)
+        });
+        assert_eq!(seen.until(later(5_000)).await, Some(Some((true, 7))));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn more_waiting_calls_than_engine_threads_all_run_at_once() {
+        // Each call waits until all have started: with fewer threads than calls this finishes
+        // only because the calls past the engine threads go to the blocking pool.
+        let n = super::MAX_THREADS + 3;
+        let started = Arc::new(AtomicUsize::new(0));
+        let answers: Vec<_> = (0..n)
+            .map(|_| {
+                let started = started.clone();
+                super::spawn(move || {
+                    started.fetch_add(1, Ordering::SeqCst);
+                    let until = Instant::now() + Duration::from_secs(10);
+                    while started.load(Ordering::SeqCst) < n && Instant::now() < until {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    started.load(Ordering::SeqCst) == n
+                })
+            })
+            .collect();
+        for answer in answers {
+            assert_eq!(answer.until(later(20_000)).await, Some(Some(true)));
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_panic_answers_none_and_the_threads_serve_on() {
+        assert_eq!(super::spawn(|| -> u8 { panic!("engine fault") }).until(later(5_000)).await, Some(None));
+        for i in 0..50u32 {
+            assert_eq!(super::spawn(move || i * 2).until(later(5_000)).await, Some(Some(i * 2)));
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_deadline_answers_even_while_the_call_runs_on() {
+        let started = Instant::now();
+        let answer = super::spawn(|| std::thread::sleep(Duration::from_millis(300)));
+        assert_eq!(answer.until(later(20)).await, None);
+        let waited = started.elapsed();
+        assert!(waited >= Duration::from_millis(20) && waited < Duration::from_millis(250), "{waited:?}");
+    }
+
+    #[tokio::test]
+    async fn a_current_thread_runtime_waits_without_polling() {
+        let answer = super::spawn(|| {
+            tokio::runtime::Handle::current().block_on(tokio::time::sleep(Duration::from_millis(5)));
+            3
+        });
+        assert!(!answer.poll);
+        assert_eq!(answer.until(later(5_000)).await, Some(Some(3)));
+    }
+}
