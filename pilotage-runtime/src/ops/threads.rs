@@ -20,7 +20,7 @@
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, OnceLock};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::runtime::{Handle, RuntimeFlavor};
@@ -139,7 +139,8 @@ impl Threads {
         let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
         waiting.jobs.push_back(job);
         self.queued.fetch_add(1, Ordering::Release);
-        if waiting.asleep > 0 && !waiting.lingering {
+        // A lingering thread takes one call at most: any more wake a sleeping one.
+        if waiting.asleep > 0 && waiting.jobs.len() > usize::from(waiting.lingering) {
             self.wake.notify_one();
         }
     }
@@ -155,26 +156,21 @@ impl Threads {
         }
     }
 
-    /// The next call: looked for during [`LINGER`] if no other engine thread is looking, then
-    /// waited for asleep.
+    /// The next call: looked for during [`LINGER`] if no other engine thread is looking and no
+    /// call is in flight, then waited for asleep.
     fn next(&self) -> Job {
         let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(job) = self.take(&mut waiting) {
-            return job;
-        }
-        if !waiting.lingering && self.in_flight.load(Ordering::Acquire) == 0 {
-            waiting.lingering = true;
-            drop(waiting);
-            let found = self.linger();
-            waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
-            waiting.lingering = false;
-            if let Some(job) = found {
-                return job;
-            }
-        }
+        let mut lingered = false;
         loop {
             if let Some(job) = self.take(&mut waiting) {
                 return job;
+            }
+            if !lingered && !waiting.lingering && self.in_flight.load(Ordering::Acquire) == 0 {
+                waiting.lingering = true;
+                drop(waiting);
+                waiting = self.linger();
+                lingered = true;
+                continue;
             }
             waiting.asleep += 1;
             waiting = self.wake.wait(waiting).unwrap_or_else(|e| e.into_inner());
@@ -182,18 +178,21 @@ impl Threads {
         }
     }
 
-    /// Looks for a call during [`LINGER`], yielding the core on every turn.
-    fn linger(&self) -> Option<Job> {
+    /// Looks for a call during [`LINGER`], yielding the core on every turn; answers the lock
+    /// with the lingering flag cleared, so that no call is handed to it in between.
+    fn linger(&self) -> MutexGuard<'_, Waiting> {
         let until = Instant::now() + LINGER;
-        while Instant::now() < until {
-            if self.queued.load(Ordering::Acquire) > 0 {
-                if let Some(job) = self.take(&mut self.waiting.lock().unwrap_or_else(|e| e.into_inner())) {
-                    return Some(job);
+        loop {
+            let over = Instant::now() >= until;
+            if over || self.queued.load(Ordering::Acquire) > 0 {
+                let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+                if over || !waiting.jobs.is_empty() {
+                    waiting.lingering = false;
+                    return waiting;
                 }
             }
             std::thread::yield_now();
         }
-        None
     }
 
     fn take(&self, waiting: &mut Waiting) -> Option<Job> {
@@ -211,6 +210,8 @@ mod tests {
 
     use tokio::time::Instant as TokioInstant;
 
+    use crate::ops::threads::{spawn, MAX_THREADS};
+
     fn later(ms: u64) -> TokioInstant {
         TokioInstant::now() + Duration::from_millis(ms)
     }
@@ -218,7 +219,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn calls_run_off_the_calling_thread_and_see_the_runtime() {
         let caller = std::thread::current().id();
-        let seen = super::spawn(move || {
+        let seen = spawn(move || {
             let handle = tokio::runtime::Handle::current();
             let slept = handle.block_on(async {
                 tokio::time::sleep(Duration::from_millis(1)).await;
@@ -233,12 +234,12 @@ mod tests {
     async fn more_waiting_calls_than_engine_threads_all_run_at_once() {
         // Each call waits until all have started: with fewer threads than calls this finishes
         // only because the calls past the engine threads go to the blocking pool.
-        let n = super::MAX_THREADS + 3;
+        let n = MAX_THREADS + 3;
         let started = Arc::new(AtomicUsize::new(0));
         let answers: Vec<_> = (0..n)
             .map(|_| {
                 let started = started.clone();
-                super::spawn(move || {
+                spawn(move || {
                     started.fetch_add(1, Ordering::SeqCst);
                     let until = Instant::now() + Duration::from_secs(10);
                     while started.load(Ordering::SeqCst) < n && Instant::now() < until {
@@ -254,17 +255,39 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_call_handed_while_a_thread_lingers_is_never_stranded_behind_another() {
+        // Each pair's first call waits for the second to start. A second call queued for the
+        // lingering thread that took the first would never start.
+        for round in 0..1000u64 {
+            let second = Arc::new(AtomicUsize::new(0));
+            let seen = second.clone();
+            let first = spawn(move || {
+                let until = Instant::now() + Duration::from_secs(5);
+                while seen.load(Ordering::SeqCst) == 0 && Instant::now() < until {
+                    std::hint::spin_loop();
+                }
+                seen.load(Ordering::SeqCst) == 1
+            });
+            let other = spawn(move || second.store(1, Ordering::SeqCst));
+            assert_eq!(first.until(later(10_000)).await, Some(Some(true)), "round {round}");
+            assert_eq!(other.until(later(10_000)).await, Some(Some(())), "round {round}");
+            // Let the threads settle into lingering or sleeping in between, at varied points.
+            std::thread::sleep(Duration::from_micros(round % 7 * 100));
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_panic_answers_none_and_the_threads_serve_on() {
-        assert_eq!(super::spawn(|| -> u8 { panic!("engine fault") }).until(later(5_000)).await, Some(None));
+        assert_eq!(spawn(|| -> u8 { panic!("engine fault") }).until(later(5_000)).await, Some(None));
         for i in 0..50u32 {
-            assert_eq!(super::spawn(move || i * 2).until(later(5_000)).await, Some(Some(i * 2)));
+            assert_eq!(spawn(move || i * 2).until(later(5_000)).await, Some(Some(i * 2)));
         }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_deadline_answers_even_while_the_call_runs_on() {
         let started = Instant::now();
-        let answer = super::spawn(|| std::thread::sleep(Duration::from_millis(300)));
+        let answer = spawn(|| std::thread::sleep(Duration::from_millis(300)));
         assert_eq!(answer.until(later(20)).await, None);
         let waited = started.elapsed();
         assert!(waited >= Duration::from_millis(20) && waited < Duration::from_millis(250), "{waited:?}");
@@ -272,7 +295,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_current_thread_runtime_waits_without_polling() {
-        let answer = super::spawn(|| {
+        let answer = spawn(|| {
             tokio::runtime::Handle::current().block_on(tokio::time::sleep(Duration::from_millis(5)));
             3
         });
