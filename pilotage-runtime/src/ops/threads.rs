@@ -86,16 +86,17 @@ pub(crate) fn spawn<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -
     let threads = threads();
     let (tx, rx) = oneshot::channel();
     let handle = Handle::current();
+    // In flight until the job has run, or is dropped unrun (a runtime shutting down).
+    let flight = InFlight::start(threads);
     let job = {
         let handle = handle.clone();
         move || {
+            let _flight = flight;
             let _runtime = handle.enter();
             let value = std::panic::catch_unwind(AssertUnwindSafe(f)).ok();
-            threads.in_flight.fetch_sub(1, Ordering::AcqRel);
             let _ = tx.send(value);
         }
     };
-    threads.in_flight.fetch_add(1, Ordering::AcqRel);
     let claimed = threads.free.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
     if claimed.is_ok() {
         threads.hand(Box::new(job));
@@ -104,6 +105,22 @@ pub(crate) fn spawn<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -
     }
     let poll = handle.runtime_flavor() == RuntimeFlavor::MultiThread && handle.metrics().num_workers() > 1;
     Answer { rx, poll }
+}
+
+/// One engine call counted in [`Threads::in_flight`] while it lives.
+struct InFlight(&'static Threads);
+
+impl InFlight {
+    fn start(threads: &'static Threads) -> Self {
+        threads.in_flight.fetch_add(1, Ordering::AcqRel);
+        InFlight(threads)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// The answer of an engine call started by [`spawn`].
