@@ -43,8 +43,9 @@ impl EngineCall {
         EngineCall { bounds, time, deadline, slots: slots.clone() }
     }
 
-    /// Run `f` on an engine thread (see [`super::threads`]) with the bounds installed. The slot is held until `f`
-    /// returns, so an engine that ignores its signal still counts against the cap.
+    /// Run `f` on an engine thread (see [`super::threads`]) with the bounds installed. The slot
+    /// is held until `f` returns, so an engine that ignores its signal still counts against the
+    /// cap.
     pub async fn run<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> Result<T, CallEnd> {
         let deadline = tokio::time::Instant::from_std(self.deadline);
         // A free slot is taken at once, without arming a timer for the wait.

@@ -104,7 +104,7 @@ pub(crate) fn spawn<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -
         drop(tokio::task::spawn_blocking(job));
     }
     let poll = handle.runtime_flavor() == RuntimeFlavor::MultiThread && handle.metrics().num_workers() > 1;
-    Answer { rx, poll }
+    Answer { rx, poll, threads }
 }
 
 /// One engine call counted in [`Threads::in_flight`] while it lives.
@@ -127,6 +127,7 @@ impl Drop for InFlight {
 pub(crate) struct Answer<T> {
     rx: oneshot::Receiver<Option<T>>,
     poll: bool,
+    threads: &'static Threads,
 }
 
 impl<T> Answer<T> {
@@ -134,7 +135,7 @@ impl<T> Answer<T> {
     pub async fn until(mut self, deadline: tokio::time::Instant) -> Option<Option<T>> {
         if self.poll {
             let until = (Instant::now() + POLL).min(deadline.into_std());
-            while threads().in_flight.load(Ordering::Acquire) <= 1 && Instant::now() < until {
+            while self.threads.in_flight.load(Ordering::Acquire) <= 1 && Instant::now() < until {
                 match self.rx.try_recv() {
                     Ok(value) => return Some(value),
                     Err(oneshot::error::TryRecvError::Closed) => return Some(None),
