@@ -15,11 +15,16 @@
 //!   with SSE and with plain-JSON `Accept` headers, for a fixed time; the load generator's own
 //!   CPU share and the server's are reported.
 //!
-//! Rounds alternate the two sides; each row reports the median ratio pilotage / hand-written
-//! and its range. `FAIR_ROUNDS` (default 3) and `FAIR_SECONDS` (per HTTP measurement, default
-//! 1.5) tune it; `FAIR_HTTP=0` measures in process only, `FAIR_ONLY=execute` only the paths
+//! In every round both servers are up side by side and are measured in turn, in short batches
+//! (in process) or windows (HTTP) that alternate which side goes first, so a change in the
+//! machine's load reaches both sides of a pair alike; a round's ratio is the median of its
+//! pairs, and each row reports the median of the rounds' ratios pilotage / hand-written and
+//! their range. `FAIR_ROUNDS` (default 3) and `FAIR_SECONDS` (each side's time under load
+//! in one HTTP round, default 1.5) tune it; `FAIR_HTTP=0` measures in process only, `FAIR_ONLY=execute` only the paths
 //! whose label contains `execute`, and `FAIR_INLINE=1` runs pilotage with
-//! `Limits::isolate_validation = false`. `cargo bench --bench fair`; never a timed assertion.
+//! `Limits::isolate_validation = false`. `FAIR_PROFILE=pilotage` (or `hand`) runs one side alone
+//! in process for `FAIR_SECONDS` (default 5) per path, to run under a profiler. `cargo bench
+//! --bench fair`; never a timed assertion.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -329,47 +334,91 @@ fn pilotage_server() -> Server {
 
 // ---- in process -----------------------------------------------------------------------------
 
-/// Seconds per call for `calls` sequential calls of `path` through `serve_lines`.
-async fn in_process(side: Side, path: Path, calls: u64) -> f64 {
-    let (client_out, server_in) = tokio::io::duplex(1 << 20);
-    let (server_out, client_in) = tokio::io::duplex(1 << 20);
-    match side {
-        Side::Pilotage => {
-            let handler = pilotage_server().handler();
-            tokio::spawn(pilotage::transport::serve_lines(handler, server_in, server_out));
+/// One in-process client of one side's server, speaking through `serve_lines`.
+struct Pipe {
+    writer: tokio::io::DuplexStream,
+    reader: tokio::io::Lines<BufReader<tokio::io::DuplexStream>>,
+    line: String,
+}
+
+impl Pipe {
+    /// A fresh server of `side`, initialized, whose calls are all `path`.
+    async fn open(side: Side, path: Path) -> Pipe {
+        let (client_out, server_in) = tokio::io::duplex(1 << 20);
+        let (server_out, client_in) = tokio::io::duplex(1 << 20);
+        match side {
+            Side::Pilotage => {
+                let handler = pilotage_server().handler();
+                tokio::spawn(pilotage::transport::serve_lines(handler, server_in, server_out));
+            }
+            Side::HandWritten => {
+                tokio::spawn(pilotage::transport::serve_lines(HandWritten::new(), server_in, server_out));
+            }
         }
-        Side::HandWritten => {
-            tokio::spawn(pilotage::transport::serve_lines(HandWritten::new(), server_in, server_out));
+        let mut pipe = Pipe {
+            writer: client_out,
+            reader: BufReader::new(client_in).lines(),
+            line: format!("{}\n", call(1, path)),
+        };
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+                          "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}});
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        for m in [init, initialized] {
+            pipe.writer.write_all(format!("{m}\n").as_bytes()).await.expect("write");
         }
+        pipe.reader.next_line().await.expect("read").expect("initialize reply");
+        if env_or("FAIR_DUMP", 0) == 1 {
+            let reply = pipe.call().await;
+            eprintln!(
+                "{} {}: {} bytes: {}",
+                side.name(),
+                path.label,
+                reply.len(),
+                &reply[..reply.len().min(700)]
+            );
+        }
+        pipe
     }
-    let mut writer = client_out;
-    let mut reader = BufReader::new(client_in).lines();
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
-                      "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}});
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    for m in [init, initialized] {
-        writer.write_all(format!("{m}\n").as_bytes()).await.expect("write");
+
+    async fn call(&mut self) -> String {
+        self.writer.write_all(self.line.as_bytes()).await.expect("write");
+        self.reader.next_line().await.expect("read").expect("reply")
     }
-    reader.next_line().await.expect("read").expect("initialize reply");
-    let line = format!("{}\n", call(1, path));
-    if env_or("FAIR_DUMP", 0) == 1 {
-        writer.write_all(line.as_bytes()).await.expect("write");
-        let reply = reader.next_line().await.expect("read").expect("reply");
-        eprintln!(
-            "{} {}: {} bytes: {}",
-            side.name(),
-            path.label,
-            reply.len(),
-            &reply[..reply.len().min(700)]
-        );
+
+    /// Seconds per call over `calls` sequential calls.
+    async fn time(&mut self, calls: u64) -> f64 {
+        let start = Instant::now();
+        for _ in 0..calls {
+            check(&self.call().await);
+        }
+        start.elapsed().as_secs_f64() / calls as f64
     }
-    let start = Instant::now();
-    for _ in 0..calls {
-        writer.write_all(line.as_bytes()).await.expect("write");
-        let reply = reader.next_line().await.expect("read").expect("reply");
-        check(&reply);
+}
+
+/// One round in process: both servers side by side, timed in `batches` short batches of
+/// `calls` each that alternate which side goes first, so a change in the machine's load
+/// reaches both sides of a pair alike. The median of the pairs' ratios (pilotage's time over
+/// the hand-written server's) and the two sides' median times per call.
+async fn in_process_round(path: Path, batches: usize, calls: u64) -> (f64, f64, f64) {
+    let mut ours = Pipe::open(Side::Pilotage, path).await;
+    let mut theirs = Pipe::open(Side::HandWritten, path).await;
+    // Warm both up: allocator arenas, engine threads, caches.
+    ours.time(calls).await;
+    theirs.time(calls).await;
+    let (mut ratios, mut own, mut hand) = (Vec::new(), Vec::new(), Vec::new());
+    for b in 0..batches {
+        let (p, h) = if b % 2 == 0 {
+            let h = theirs.time(calls).await;
+            (ours.time(calls).await, h)
+        } else {
+            let p = ours.time(calls).await;
+            (p, theirs.time(calls).await)
+        };
+        ratios.push(p / h);
+        own.push(p);
+        hand.push(h);
     }
-    start.elapsed().as_secs_f64() / calls as f64
+    (spread(ratios).0, spread(own).0, spread(hand).0)
 }
 
 fn check(reply: &str) {
@@ -492,42 +541,82 @@ impl Session {
     }
 }
 
-/// Calls per second of `clients` concurrent sessions calling `path` for `seconds`, and the
-/// CPU seconds the load generator and the server spent meanwhile.
-async fn http_load(side: Side, path: Path, clients: usize, sse: bool, seconds: f64) -> (f64, f64, f64) {
-    let child = Child::start(side);
-    let mut sessions = Vec::new();
-    for _ in 0..clients {
-        sessions.push(Session::open(&child.url, sse).await);
+/// One side's server in its child process, with `clients` sessions open on it.
+struct Loaded {
+    child: Child,
+    sessions: Vec<Arc<Session>>,
+}
+
+impl Loaded {
+    async fn start(side: Side, clients: usize, sse: bool, body: &str) -> Loaded {
+        let child = Child::start(side);
+        let mut sessions = Vec::new();
+        for _ in 0..clients {
+            let session = Session::open(&child.url, sse).await;
+            // Warm up every session once.
+            check(&session.post(body).await);
+            sessions.push(Arc::new(session));
+        }
+        Loaded { child, sessions }
     }
-    let body = Arc::new(call(1, path).to_string());
-    // Warm up every session once.
-    for s in &sessions {
-        check(&s.post(&body).await);
-    }
-    let (stop, done) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)));
-    let (own0, server0) = (cpu_seconds("/proc/self/stat"), child.cpu_seconds());
-    let start = Instant::now();
-    let tasks: Vec<_> = sessions
-        .into_iter()
-        .map(|s| {
-            let (stop, done, body) = (stop.clone(), done.clone(), body.clone());
-            tokio::spawn(async move {
-                while !stop.load(Ordering::Relaxed) {
-                    check(&s.post(&body).await);
-                    done.fetch_add(1, Ordering::Relaxed);
-                }
+
+    /// Calls per second of every session calling for `seconds`, and the CPU seconds the load
+    /// generator and the server spent meanwhile.
+    async fn load(&self, body: &Arc<String>, seconds: f64) -> (f64, f64, f64) {
+        let (stop, done) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)));
+        let (own0, server0) = (cpu_seconds("/proc/self/stat"), self.child.cpu_seconds());
+        let start = Instant::now();
+        let tasks: Vec<_> = self
+            .sessions
+            .iter()
+            .map(|s| {
+                let (s, stop, done, body) = (s.clone(), stop.clone(), done.clone(), body.clone());
+                tokio::spawn(async move {
+                    while !stop.load(Ordering::Relaxed) {
+                        check(&s.post(&body).await);
+                        done.fetch_add(1, Ordering::Relaxed);
+                    }
+                })
             })
-        })
-        .collect();
-    tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
-    stop.store(true, Ordering::Relaxed);
-    for t in tasks {
-        let _ = t.await;
+            .collect();
+        tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
+        stop.store(true, Ordering::Relaxed);
+        for t in tasks {
+            let _ = t.await;
+        }
+        let elapsed = start.elapsed().as_secs_f64();
+        let (own, server) = (cpu_seconds("/proc/self/stat") - own0, self.child.cpu_seconds() - server0);
+        (done.load(Ordering::Relaxed) as f64 / elapsed, own, server)
     }
-    let elapsed = start.elapsed().as_secs_f64();
-    let (own, server) = (cpu_seconds("/proc/self/stat") - own0, child.cpu_seconds() - server0);
-    (done.load(Ordering::Relaxed) as f64 / elapsed, own, server)
+}
+
+/// Windows per side in one HTTP round.
+const WINDOWS: usize = 4;
+
+/// One HTTP round: both servers up with their sessions open, loaded in turn for `WINDOWS` short
+/// windows each (alternating which goes first), so that a change in the machine's load reaches
+/// both alike. Pilotage's throughput over the hand-written server's, and the load generator's
+/// share of the CPU.
+async fn http_round(path: Path, clients: usize, sse: bool, seconds: f64) -> (f64, f64) {
+    let body = Arc::new(call(1, path).to_string());
+    let ours = Loaded::start(Side::Pilotage, clients, sse, &body).await;
+    let theirs = Loaded::start(Side::HandWritten, clients, sse, &body).await;
+    let window = seconds / WINDOWS as f64;
+    let (mut ratios, mut own, mut all) = (Vec::new(), 0.0, 0.0);
+    for w in 0..WINDOWS {
+        let (p, h) = if w % 2 == 0 {
+            let h = theirs.load(&body, window).await;
+            (ours.load(&body, window).await, h)
+        } else {
+            let p = ours.load(&body, window).await;
+            (p, theirs.load(&body, window).await)
+        };
+        // Throughput ratio: above 1 means pilotage serves more calls per second.
+        ratios.push(p.0 / h.0);
+        own += p.1 + h.1;
+        all += p.1 + h.1 + p.2 + h.2;
+    }
+    (spread(ratios).0, own / all.max(1e-9))
 }
 
 // ---- reporting ------------------------------------------------------------------------------
@@ -550,17 +639,17 @@ async fn bench() {
     println!("| --- | --- | --- | --- | --- |");
     let only: String = env_or("FAIR_ONLY", String::new());
     for path in PATHS.into_iter().filter(|p| p.label.contains(only.as_str())) {
-        let calls = if path.steps == 1 { 2_000 } else { 200 };
-        let (mut ratios, mut times) = (Vec::new(), Vec::new());
+        // Batches of about 10 ms of the hand-written server's time, in every round.
+        let (batches, calls) = if path.steps == 1 { (20, 100) } else { (20, 4) };
+        let (mut ratios, mut ours, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..rounds {
-            let theirs = in_process(Side::HandWritten, path, calls).await;
-            let ours = in_process(Side::Pilotage, path, calls).await;
-            ratios.push(ours / theirs);
-            times.push((ours, theirs));
+            let (ratio, p, h) = in_process_round(path, batches, calls).await;
+            ratios.push(ratio);
+            ours.push(p * 1e6);
+            theirs.push(h * 1e6);
         }
         let (median, low, high) = spread(ratios);
-        let (ours, _, _) = spread(times.iter().map(|t| t.0 * 1e6).collect());
-        let (theirs, _, _) = spread(times.iter().map(|t| t.1 * 1e6).collect());
+        let ((ours, _, _), (theirs, _, _)) = (spread(ours), spread(theirs));
         println!(
             "| {} | in process, time per call ({ours:.0} µs / {theirs:.0} µs) | {median:.2} | {low:.2}-{high:.2} | - |",
             path.label
@@ -572,13 +661,9 @@ async fn bench() {
             for clients in [1, 8, 64] {
                 let (mut ratios, mut shares) = (Vec::new(), Vec::new());
                 for _ in 0..rounds {
-                    let (theirs, own_h, server_h) =
-                        http_load(Side::HandWritten, path, clients, sse, seconds).await;
-                    let (ours, own_p, server_p) =
-                        http_load(Side::Pilotage, path, clients, sse, seconds).await;
-                    // Throughput ratio: above 1 means pilotage serves more calls per second.
-                    ratios.push(ours / theirs);
-                    shares.push((own_h + own_p) / (own_h + own_p + server_h + server_p).max(1e-9));
+                    let (ratio, share) = http_round(path, clients, sse, seconds).await;
+                    ratios.push(ratio);
+                    shares.push(share);
                 }
                 let (median, low, high) = spread(ratios);
                 let (share, _, _) = spread(shares);
@@ -592,11 +677,31 @@ async fn bench() {
     }
 }
 
+/// One side alone, in process, on the paths `FAIR_ONLY` picks, for `FAIR_SECONDS` each: a
+/// workload to run under a profiler.
+async fn profile(side: Side) {
+    let seconds: f64 = env_or("FAIR_SECONDS", 5.0);
+    let only: String = env_or("FAIR_ONLY", String::new());
+    for path in PATHS.into_iter().filter(|p| p.label.contains(only.as_str())) {
+        let mut pipe = Pipe::open(side, path).await;
+        let (start, mut calls) = (Instant::now(), 0u64);
+        while start.elapsed().as_secs_f64() < seconds {
+            pipe.time(10).await;
+            calls += 10;
+        }
+        println!("{} {}: {:.0} µs per call", side.name(), path.label, seconds * 1e6 / calls as f64);
+    }
+}
+
 fn main() {
     let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
     match std::env::var("FAIR_SERVE").as_deref() {
         Ok("pilotage") => runtime.block_on(serve_child(Side::Pilotage)),
         Ok("hand") => runtime.block_on(serve_child(Side::HandWritten)),
-        _ => runtime.block_on(bench()),
+        _ => match std::env::var("FAIR_PROFILE").as_deref() {
+            Ok("pilotage") => runtime.block_on(profile(Side::Pilotage)),
+            Ok("hand") => runtime.block_on(profile(Side::HandWritten)),
+            _ => runtime.block_on(bench()),
+        },
     }
 }
