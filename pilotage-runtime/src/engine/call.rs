@@ -151,6 +151,47 @@ thread_local! {
     static CURRENT: RefCell<Option<Bounds>> = const { RefCell::new(None) };
 }
 
+/// The size of `v`'s compact JSON text (as `serde_json::to_string` writes it), counted by
+/// walking the tree: no number is formatted but a float, no string is escaped. The runtime
+/// measures programs, step inputs and outputs with it on every call; [`json_size`] measures
+/// any other serializable value.
+pub fn value_size(v: &serde_json::Value) -> usize {
+    use serde_json::Value;
+    match v {
+        Value::Null | Value::Bool(true) => 4,
+        Value::Bool(false) => 5,
+        Value::Number(n) => number_size(n),
+        Value::String(s) => string_size(s),
+        Value::Array(items) => {
+            2 + items.len().saturating_sub(1) + items.iter().map(value_size).sum::<usize>()
+        }
+        Value::Object(members) => {
+            let each = members.iter().map(|(k, v)| string_size(k) + 1 + value_size(v));
+            2 + members.len().saturating_sub(1) + each.sum::<usize>()
+        }
+    }
+}
+
+fn number_size(n: &serde_json::Number) -> usize {
+    let digits = |u: u64| u.checked_ilog10().map_or(1, |d| d as usize + 1);
+    match (n.as_u64(), n.as_i64()) {
+        (Some(u), _) => digits(u),
+        (None, Some(i)) => 1 + digits(i.unsigned_abs()),
+        _ => json_size(n),
+    }
+}
+
+/// A string's size quoted and escaped as serde_json escapes it: `"` and `\` and the control
+/// characters with short escapes take two bytes, the other control characters six.
+fn string_size(s: &str) -> usize {
+    let extra = |b: u8| match b {
+        b'"' | b'\\' | b'\x08' | b'\x0c' | b'\n' | b'\r' | b'\t' => 1,
+        0..=0x1f => 5,
+        _ => 0,
+    };
+    2 + s.len() + s.bytes().map(extra).sum::<usize>()
+}
+
 /// The size of `v`'s JSON text, counted without building it.
 pub fn json_size<T: serde::Serialize + ?Sized>(v: &T) -> usize {
     struct Count(usize);
@@ -166,4 +207,51 @@ pub fn json_size<T: serde::Serialize + ?Sized>(v: &T) -> usize {
     let mut c = Count(0);
     let _ = serde_json::to_writer(&mut c, v);
     c.0
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use crate::engine::call::{json_size, value_size};
+
+    #[test]
+    fn value_size_is_the_length_of_the_compact_text() {
+        let controls: String = (0u8..0x20).map(char::from).collect();
+        let values = [
+            json!(null),
+            json!(true),
+            json!(false),
+            json!(0),
+            json!(9),
+            json!(10),
+            json!(u64::MAX),
+            json!(-1),
+            json!(i64::MIN),
+            json!(0.5),
+            json!(-1.0e-7),
+            json!(1e300),
+            json!(""),
+            json!("plain"),
+            json!("quote \" and backslash \\ and / slash"),
+            json!(controls),
+            json!("\u{7f} é ✓ 𝄞"),
+            json!([]),
+            json!({}),
+            json!([1]),
+            json!([1, "two", null, [3, [4, {}]]]),
+            json!({"a": 1}),
+            json!({"k\"ey\n": {"nested": [true, false, {"x": -0.25}]}, "b": "é"}),
+            json!({"steps": (0..50).map(|i| json!({"id": format!("s{i}"), "op": "add", "args": [i, 2]})).collect::<Vec<_>>()}),
+        ];
+        for v in &values {
+            assert_eq!(value_size(v), serde_json::to_string(v).unwrap().len(), "{v}");
+            assert_eq!(value_size(v), json_size(v), "{v}");
+        }
+        // Every single byte value a string can hold, escaped or not.
+        for c in (0u32..0x80).filter_map(char::from_u32) {
+            let v = Value::String(format!("a{c}b"));
+            assert_eq!(value_size(&v), serde_json::to_string(&v).unwrap().len(), "{c:?}");
+        }
+    }
 }

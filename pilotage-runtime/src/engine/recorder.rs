@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::call::{json_size, Bounds, Budget, Signal};
+use super::call::{value_size, Bounds, Budget, Signal};
 use super::progress::Progress;
 use crate::model::diagnostic::Diagnostic;
 use crate::model::trace::TraceStep;
@@ -170,7 +170,7 @@ impl RecorderState {
     }
     /// Charge the bytes a value adds to the trace; false once the budget is spent.
     pub(super) fn charge(&mut self, v: Option<&serde_json::Value>) -> bool {
-        self.budget.charge(v.map_or(0, json_size))
+        self.budget.charge(v.map_or(0, value_size))
     }
     pub(super) fn push(&mut self, step: TraceStep) -> Option<usize> {
         self.started = true;

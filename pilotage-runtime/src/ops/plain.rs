@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 
 use super::{Args, Ctx, Reply};
-use crate::engine::call::json_size;
+use crate::engine::call::value_size;
 use crate::engine::PlainToolError;
 use crate::model::errors::{ErrorKind, RequestError};
 
@@ -22,7 +22,7 @@ pub(crate) async fn plain(ctx: Ctx<'_>, name: &str, args: &Args) -> Result<Reply
     };
     let bound = ctx.lang.limits.max_run_bytes;
     let size = match &answer {
-        Some(Ok(v)) => json_size(v),
+        Some(Ok(v)) => value_size(v),
         _ => 0,
     };
     Ok(match answer {

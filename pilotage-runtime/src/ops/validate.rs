@@ -70,7 +70,7 @@ pub(crate) async fn run_validation(
 /// The program's size and nesting bounds, checked before any engine code runs.
 fn check_size(ctx: Ctx<'_>, program: &Value) -> OpResult<()> {
     let limits = ctx.lang.limits;
-    let size = crate::engine::call::json_size(program);
+    let size = crate::engine::call::value_size(program);
     if size > limits.max_program_bytes {
         return Err(RequestError::new(
             ErrorKind::BoundsExceeded,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::well_formed::{Runnable, WellFormed};
-use crate::engine::call::json_size;
+use crate::engine::call::value_size;
 use crate::engine::{CatalogSnapshot, ExecuteRequest, FinishCore, Recorder};
 use crate::model::declaration::{Retention, TraceLevel};
 use crate::model::diagnostic::Diagnostic;
@@ -237,7 +237,9 @@ fn classify(
         Ended::Finished(_) if late_findings => {
             (Outcome::failure("error", "the input failed binding after execution began"), None)
         }
-        Ended::Finished(finish) if !recorder.budget().charge(finish.output.as_ref().map_or(0, json_size)) => {
+        Ended::Finished(finish)
+            if !recorder.budget().charge(finish.output.as_ref().map_or(0, value_size)) =>
+        {
             (
                 Outcome::failure(
                     "partial",
