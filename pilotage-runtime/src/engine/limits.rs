@@ -51,6 +51,14 @@ pub struct Limits {
     /// deadline): choose it only for validators whose work is bounded by the program's size and
     /// depth, which the runtime checks first either way.
     pub isolate_validation: bool,
+    /// Valid verdicts one session keeps per Language, so that execute's re-validation of a
+    /// program it has judged valid with the same context against the same `catalog_version`
+    /// (validate then execute, or a repeated run) is a look-up instead of an engine call
+    /// (Part IV §6); the oldest are forgotten past it. 0 (the default) keeps none and hashes
+    /// nothing. Raise it only for a validator whose verdict depends on nothing but the
+    /// program, the context, the caller and the catalog snapshot (and whose cost is worth a
+    /// SHA-256 of the program per validate and execute).
+    pub revalidation_cache: usize,
     /// Tasks one caller may have running at once in one process (a Language that declares
     /// `tasks`; MCP Tasks, beyond Pilotage 1.1); a task-augmented execute past it is refused
     /// with `bounds_exceeded`.
@@ -63,7 +71,7 @@ impl Default for Limits {
     /// 2 s to validate, 10 s to execute, 10 s for any other engine call, 10 000 steps, 1 MiB
     /// programs, depth 64, 16 MiB per engine call, 1 000 diagnostics, 1 000 retained runs and
     /// 16 MiB of them per session and Language, 256 promoted programs per caller and Language,
-    /// idempotency keys for 24 h, isolated validation, 8 running tasks per caller and task
+    /// idempotency keys for 24 h, isolated validation, no revalidation cache, 8 running tasks per caller and task
     /// records for 1 h.
     fn default() -> Self {
         Limits {
@@ -80,6 +88,7 @@ impl Default for Limits {
             max_retained_bytes: 16 << 20,
             max_promotions: 256,
             isolate_validation: true,
+            revalidation_cache: 0,
             max_live_tasks: 8,
             task_ttl: Duration::from_secs(3600),
         }

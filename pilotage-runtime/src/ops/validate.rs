@@ -17,11 +17,28 @@ use crate::model::diagnostic::{reserved_char, Diagnostic, Locator, Severity, Tex
 use crate::model::errors::{ErrorKind, RequestError};
 use crate::model::plan::{Plan, ValidateResponse};
 use crate::model::risk::RiskHints;
+use crate::state::verdicts::{VerdictKey, Verdicts};
 
-/// The validate tool.
+/// The validate tool. A valid verdict is remembered for execute's re-validation where the
+/// Language keeps a revalidation cache.
 pub(crate) async fn validate(ctx: Ctx<'_>, args: LoopArgs) -> OpResult<ValidateResponse> {
     let program = args.program.unwrap_or_else(|| Arc::new(Value::Null));
-    run_validation(ctx, ctx.snapshot().await?, &program, args.context.as_ref()).await
+    let context = args.context.as_deref();
+    let verdict = run_validation(ctx, ctx.snapshot().await?, &program, args.context.as_ref()).await?;
+    if let Some(verdicts) = ctx.session.verdicts.get(ctx.index) {
+        if let Some(key) = verdicts.key(&program, context, verdict.catalog_version.as_deref()) {
+            remember(verdicts, key, &verdict);
+        }
+    }
+    Ok(verdict)
+}
+
+/// Remembers `verdict` under `key` when it is valid (an invalid program is judged again, so
+/// that its refusal carries its diagnostics).
+pub(crate) fn remember(verdicts: &Verdicts, key: VerdictKey, verdict: &ValidateResponse) {
+    if verdict.valid {
+        verdicts.remember(key, verdict.plan.as_ref().map(|p| p.steps.len()));
+    }
 }
 
 /// The text summary of a validate response.

@@ -19,6 +19,7 @@ pub mod sqlite;
 #[doc(hidden)]
 pub mod suite;
 pub mod tasks;
+pub(crate) mod verdicts;
 
 pub use self::memory::MemoryState;
 #[cfg(feature = "postgres")]

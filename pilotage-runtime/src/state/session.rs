@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use super::promotions::{self, Promoted};
 use super::runs::MemoryRunStore;
 use super::shared::{SharedState, StoreError, StoreResult, Stored};
+use super::verdicts::Verdicts;
 use crate::engine::{Caller, CatalogSnapshot, Engine, Limits};
 use crate::model::catalog::ChangeKind;
 
@@ -24,6 +25,8 @@ pub(crate) struct Session {
     /// deployment's store for an identity that outlives the session, a private memory store for
     /// one that lives only as long as the session.
     pub scope: Arc<dyn SharedState>,
+    /// The valid verdicts this session's engines gave, one bounded cache per Language.
+    pub verdicts: Vec<Verdicts>,
     cache: Vec<Mutex<LangCache>>,
 }
 
@@ -49,8 +52,9 @@ impl Session {
             .iter()
             .map(|l| MemoryRunStore::bounded(l.max_retained_runs, l.max_retained_bytes))
             .collect();
+        let verdicts = limits.iter().map(|l| Verdicts::bounded(l.revalidation_cache)).collect();
         let cache = engines.iter().map(|_| Mutex::default()).collect();
-        Session { caller, stateless, engines, runs, scope, cache }
+        Session { caller, stateless, engines, runs, scope, verdicts, cache }
     }
 
     fn language(&self, lang: usize) -> &'static str {

@@ -15,7 +15,7 @@ use crate::model::execution::ExecuteResponse;
 use crate::model::outcome::Outcome;
 use crate::model::trace::{render_steps, render_steps_owned, Trace, TraceStep};
 use crate::ops::call::{CallEnd, EngineCall};
-use crate::ops::validate::{check_context, run_validation};
+use crate::ops::validate::{check_context, remember, run_validation};
 use crate::ops::watch::Watch;
 use crate::ops::{str_arg, Ctx, LoopArgs, OpResult};
 use crate::state::promotions;
@@ -113,10 +113,20 @@ async fn admit(
     let context = args.context.as_ref();
     match runnable {
         Runnable::Inline(program) => {
+            // A program this session judged valid against this catalog, with this context.
+            let verdicts = ctx.session.verdicts.get(ctx.index);
+            let version = snapshot.as_deref().map(CatalogSnapshot::version);
+            let key = verdicts.and_then(|v| v.key(program, context.map(|c| &**c), version));
+            if let Some(planned) = verdicts.zip(key.as_ref()).and_then(|(v, k)| v.valid(k)) {
+                return Ok(Ok((Arc::clone(program), planned)));
+            }
             let verdict = run_validation(ctx, snapshot, program, context).await?;
             if !verdict.valid {
                 let outcome = Outcome::failure("validation_error", "the program failed validation");
                 return Ok(Err((outcome, Some(verdict.diagnostics))));
+            }
+            if let Some((verdicts, key)) = verdicts.zip(key) {
+                remember(verdicts, key, &verdict);
             }
             let planned = verdict.plan.as_ref().map(|p| p.steps.len());
             Ok(Ok((Arc::clone(program), planned)))
