@@ -22,7 +22,8 @@
 //! their range. `FAIR_ROUNDS` (default 3) and `FAIR_SECONDS` (each side's time under load
 //! in one HTTP round, default 1.5) tune it; `FAIR_HTTP=0` measures in process only, `FAIR_ONLY=execute` only the paths
 //! whose label contains `execute`, and `FAIR_INLINE=1` runs pilotage with
-//! `Limits::isolate_validation = false`. `FAIR_PROFILE=pilotage` (or `hand`) runs one side alone
+//! `Limits::isolate_validation = false`, `FAIR_CACHE=N` with `Limits::revalidation_cache = N`.
+//! `FAIR_PROFILE=pilotage` (or `hand`) runs one side alone
 //! in process for `FAIR_SECONDS` (default 5) per path, to run under a profiler. `cargo bench
 //! --bench fair`; never a timed assertion.
 
@@ -326,9 +327,15 @@ fn call(id: u64, path: Path) -> Json {
            "params": {"name": path.tool, "arguments": arguments(path)}})
 }
 
-/// The pilotage side with default settings, or validating inline with `FAIR_INLINE=1`.
+/// The pilotage side with default settings, validating inline with `FAIR_INLINE=1`, keeping
+/// `FAIR_CACHE` verdicts per session (so every execute after the first re-validates by a
+/// look-up: the workload runs one program over and over).
 fn pilotage_server() -> Server {
-    let limits = Limits { isolate_validation: env_or("FAIR_INLINE", 0) == 0, ..Limits::default() };
+    let limits = Limits {
+        isolate_validation: env_or("FAIR_INLINE", 0) == 0,
+        revalidation_cache: env_or("FAIR_CACHE", 0),
+        ..Limits::default()
+    };
     Server::builder().language(|| Steps).limits(limits).build().expect("the bench server")
 }
 
