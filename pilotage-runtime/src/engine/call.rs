@@ -43,7 +43,12 @@ impl Signal {
 
     /// True once cancelled or past the deadline: stop working and return.
     pub fn is_cancelled(&self) -> bool {
-        self.0.cancelled.load(Ordering::Relaxed) || self.0.deadline.is_some_and(|d| Instant::now() >= d)
+        self.is_cancelled_at(Instant::now())
+    }
+
+    /// [`Signal::is_cancelled`] at `now`, for a caller that has just read the clock.
+    pub(crate) fn is_cancelled_at(&self, now: Instant) -> bool {
+        self.0.cancelled.load(Ordering::Relaxed) || self.0.deadline.is_some_and(|d| now >= d)
     }
 
     /// Time left before the deadline (`None`: no deadline).

@@ -3,6 +3,7 @@
 //! bound cuts off. It also counts the work the step bound limits.
 
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
 use super::call::{value_size, Bounds, Budget, Signal};
 use super::progress::Progress;
@@ -158,7 +159,11 @@ impl RecorderState {
     /// Count one unit of work; false past the step bound (then `exceeded`), and once the call
     /// is cancelled or its bytes are spent (recording is then inert).
     pub(super) fn spend(&mut self) -> bool {
-        if self.cancelled || self.signal.is_cancelled() || self.budget.is_exhausted() {
+        self.spend_at(Instant::now())
+    }
+    /// [`RecorderState::spend`] at `now`, for a caller that has just read the clock.
+    fn spend_at(&mut self, now: Instant) -> bool {
+        if self.cancelled || self.signal.is_cancelled_at(now) || self.budget.is_exhausted() {
             return false;
         }
         if self.work >= self.max_steps {
@@ -173,15 +178,18 @@ impl RecorderState {
         self.budget.charge(v.map_or(0, value_size))
     }
     pub(super) fn push(&mut self, step: TraceStep) -> Option<usize> {
+        self.push_at(step, Instant::now())
+    }
+    /// [`RecorderState::push`] at `now`, for a step that has just read the clock for its time.
+    pub(super) fn push_at(&mut self, step: TraceStep, now: Instant) -> Option<usize> {
         self.started = true;
-        if !self.spend() {
+        if !self.spend_at(now) {
             return None;
         }
-        let size = step.id.len() + 64;
-        if !self.budget.charge(size)
-            || !self.charge(step.input.as_ref())
-            || !self.charge(step.output.as_ref())
-        {
+        // The entry, its input and its output, charged at once.
+        let value = |v: Option<&serde_json::Value>| v.map_or(0, value_size);
+        let size = step.id.len() + 64 + value(step.input.as_ref()) + value(step.output.as_ref());
+        if !self.budget.charge(size) {
             return None;
         }
         if let Some(p) = self.progress.as_mut() {

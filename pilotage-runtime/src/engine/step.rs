@@ -64,18 +64,22 @@ impl<S: RunStatus> StepBuilder<'_, S> {
     }
     fn record(self, outcome: Outcome) {
         let StepBuilder { recorder, id, calls, input, output, started, .. } = self;
-        let t_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let now = Instant::now();
+        let t_ms = u64::try_from(now.saturating_duration_since(started).as_millis()).unwrap_or(u64::MAX);
         let mut st = recorder.state();
         let qid = st.qualify(id);
-        st.push(TraceStep {
-            id: qid,
-            calls,
-            input: Some(input.unwrap_or(Value::Null)),
-            output: Some(output.unwrap_or(Value::Null)),
-            outcome,
-            t_ms: Some(t_ms),
-            decisions: None,
-        });
+        st.push_at(
+            TraceStep {
+                id: qid,
+                calls,
+                input: Some(input.unwrap_or(Value::Null)),
+                output: Some(output.unwrap_or(Value::Null)),
+                outcome,
+                t_ms: Some(t_ms),
+                decisions: None,
+            },
+            now,
+        );
     }
     /// Record the step now, before the work it stands for (a sub-program call whose internal
     /// entries follow it keeps its place in execution order); end it with [`Run::finish_step`].
