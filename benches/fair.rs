@@ -349,7 +349,7 @@ struct Pipe {
 }
 
 impl Pipe {
-    /// A fresh server of `side`, initialized, whose calls are all `path`.
+    /// A fresh server of `side` behind `serve_lines`, initialized, whose calls are all `path`.
     async fn open(side: Side, path: Path) -> Pipe {
         let (client_out, server_in) = tokio::io::duplex(1 << 20);
         let (server_out, client_in) = tokio::io::duplex(1 << 20);
@@ -362,6 +362,29 @@ impl Pipe {
                 tokio::spawn(pilotage::transport::serve_lines(HandWritten::new(), server_in, server_out));
             }
         }
+        Pipe::connect(client_out, client_in, path, side.name()).await
+    }
+
+    /// The hand-written server on rmcp's own stdio transport (its newline-delimited JSON
+    /// codec), as a server written directly on rmcp ships.
+    async fn shipped(path: Path) -> Pipe {
+        use rmcp::ServiceExt;
+        let (client_out, server_in) = tokio::io::duplex(1 << 20);
+        let (server_out, client_in) = tokio::io::duplex(1 << 20);
+        tokio::spawn(async move {
+            if let Ok(running) = HandWritten::new().serve((server_in, server_out)).await {
+                let _ = running.waiting().await;
+            }
+        });
+        Pipe::connect(client_out, client_in, path, "hand on rmcp's transport").await
+    }
+
+    async fn connect(
+        client_out: tokio::io::DuplexStream,
+        client_in: tokio::io::DuplexStream,
+        path: Path,
+        name: &str,
+    ) -> Pipe {
         let mut pipe = Pipe {
             writer: client_out,
             reader: BufReader::new(client_in).lines(),
@@ -376,13 +399,7 @@ impl Pipe {
         pipe.reader.next_line().await.expect("read").expect("initialize reply");
         if env_or("FAIR_DUMP", 0) == 1 {
             let reply = pipe.call().await;
-            eprintln!(
-                "{} {}: {} bytes: {}",
-                side.name(),
-                path.label,
-                reply.len(),
-                &reply[..reply.len().min(700)]
-            );
+            eprintln!("{name} {}: {} bytes: {}", path.label, reply.len(), &reply[..reply.len().min(700)]);
         }
         pipe
     }
@@ -402,30 +419,42 @@ impl Pipe {
     }
 }
 
-/// One round in process: both servers side by side, timed in `batches` short batches of
-/// `calls` each that alternate which side goes first, so a change in the machine's load
-/// reaches both sides of a pair alike. The median of the pairs' ratios (pilotage's time over
-/// the hand-written server's) and the two sides' median times per call.
-async fn in_process_round(path: Path, batches: usize, calls: u64) -> (f64, f64, f64) {
-    let mut ours = Pipe::open(Side::Pilotage, path).await;
-    let mut theirs = Pipe::open(Side::HandWritten, path).await;
-    // Warm both up: allocator arenas, engine threads, caches.
-    ours.time(calls).await;
-    theirs.time(calls).await;
-    let (mut ratios, mut own, mut hand) = (Vec::new(), Vec::new(), Vec::new());
-    for b in 0..batches {
-        let (p, h) = if b % 2 == 0 {
-            let h = theirs.time(calls).await;
-            (ours.time(calls).await, h)
-        } else {
-            let p = ours.time(calls).await;
-            (p, theirs.time(calls).await)
-        };
-        ratios.push(p / h);
-        own.push(p);
-        hand.push(h);
+/// Medians of one in-process round: pilotage's time over the hand-written server's, and over
+/// the hand-written server on rmcp's own transport; the times per call of all three.
+struct Round {
+    ratio: f64,
+    shipped_ratio: f64,
+    times: [f64; 3],
+}
+
+/// One round in process: the servers side by side, timed in `batches` short batches of
+/// `calls` each that rotate which side goes first, so a change in the machine's load reaches
+/// every side of a batch alike.
+async fn in_process_round(path: Path, batches: usize, calls: u64) -> Round {
+    let mut pipes = [
+        Pipe::open(Side::Pilotage, path).await,
+        Pipe::open(Side::HandWritten, path).await,
+        Pipe::shipped(path).await,
+    ];
+    // Warm all up: allocator arenas, engine threads, caches.
+    for pipe in &mut pipes {
+        pipe.time(calls).await;
     }
-    (spread(ratios).0, spread(own).0, spread(hand).0)
+    let (mut ratios, mut shipped, mut times) = (Vec::new(), Vec::new(), [vec![], vec![], vec![]]);
+    for b in 0..batches {
+        let mut t = [0.0; 3];
+        for i in 0..3 {
+            let side = (b + i) % 3;
+            t[side] = pipes[side].time(calls).await;
+        }
+        ratios.push(t[0] / t[1]);
+        shipped.push(t[0] / t[2]);
+        for (all, one) in times.iter_mut().zip(t) {
+            all.push(one);
+        }
+    }
+    let [p, h, r] = times.map(|t| spread(t).0);
+    Round { ratio: spread(ratios).0, shipped_ratio: spread(shipped).0, times: [p, h, r] }
 }
 
 fn check(reply: &str) {
@@ -648,17 +677,20 @@ async fn bench() {
     for path in PATHS.into_iter().filter(|p| p.label.contains(only.as_str())) {
         // Batches of about 10 ms of the hand-written server's time, in every round.
         let (batches, calls) = if path.steps == 1 { (20, 100) } else { (20, 4) };
-        let (mut ratios, mut ours, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
+        let mut measured: Vec<Round> = Vec::new();
         for _ in 0..rounds {
-            let (ratio, p, h) = in_process_round(path, batches, calls).await;
-            ratios.push(ratio);
-            ours.push(p * 1e6);
-            theirs.push(h * 1e6);
+            measured.push(in_process_round(path, batches, calls).await);
         }
-        let (median, low, high) = spread(ratios);
-        let ((ours, _, _), (theirs, _, _)) = (spread(ours), spread(theirs));
+        let (median, low, high) = spread(measured.iter().map(|r| r.ratio).collect());
+        let (shipped, s_low, s_high) = spread(measured.iter().map(|r| r.shipped_ratio).collect());
+        let [ours, theirs, rmcp] =
+            [0, 1, 2].map(|i| spread(measured.iter().map(|r| r.times[i] * 1e6).collect()).0);
         println!(
             "| {} | in process, time per call ({ours:.0} µs / {theirs:.0} µs) | {median:.2} | {low:.2}-{high:.2} | - |",
+            path.label
+        );
+        println!(
+            "| {} | in process, against the hand-written server on rmcp's own transport ({rmcp:.0} µs) | {shipped:.2} | {s_low:.2}-{s_high:.2} | - |",
             path.label
         );
         if !http {
@@ -684,18 +716,21 @@ async fn bench() {
     }
 }
 
-/// One side alone, in process, on the paths `FAIR_ONLY` picks, for `FAIR_SECONDS` each: a
-/// workload to run under a profiler.
+/// One side alone, in process, on the paths `FAIR_ONLY` picks, for `FAIR_SECONDS` each (or
+/// `FAIR_CALLS` calls): a workload to run under a profiler.
 async fn profile(side: Side) {
     let seconds: f64 = env_or("FAIR_SECONDS", 5.0);
     let only: String = env_or("FAIR_ONLY", String::new());
     for path in PATHS.into_iter().filter(|p| p.label.contains(only.as_str())) {
         let mut pipe = Pipe::open(side, path).await;
         let (start, mut calls) = (Instant::now(), 0u64);
-        while start.elapsed().as_secs_f64() < seconds {
+        // `FAIR_CALLS` makes the count fixed, for an instruction-counting profiler.
+        let fixed: u64 = env_or("FAIR_CALLS", 0);
+        while (fixed == 0 && start.elapsed().as_secs_f64() < seconds) || calls < fixed {
             pipe.time(10).await;
             calls += 10;
         }
+        let seconds = start.elapsed().as_secs_f64();
         println!("{} {}: {:.0} µs per call", side.name(), path.label, seconds * 1e6 / calls as f64);
     }
 }
