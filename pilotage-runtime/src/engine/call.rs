@@ -161,18 +161,28 @@ thread_local! {
 /// measures programs, step inputs and outputs with it on every call; [`json_size`] measures
 /// any other serializable value.
 pub fn value_size(v: &serde_json::Value) -> usize {
+    measure(v).0
+}
+
+/// The size of `v`'s compact JSON text (see [`value_size`]) and its nesting depth (arrays and
+/// objects; a scalar is 0), in one walk.
+pub(crate) fn measure(v: &serde_json::Value) -> (usize, usize) {
     use serde_json::Value;
+    // Members or items and the separators between them, inside their brackets.
+    let nested = |count: usize, inner: (usize, usize)| (2 + count.saturating_sub(1) + inner.0, 1 + inner.1);
+    let add = |a: (usize, usize), b: (usize, usize)| (a.0 + b.0, a.1.max(b.1));
     match v {
-        Value::Null | Value::Bool(true) => 4,
-        Value::Bool(false) => 5,
-        Value::Number(n) => number_size(n),
-        Value::String(s) => string_size(s),
-        Value::Array(items) => {
-            2 + items.len().saturating_sub(1) + items.iter().map(value_size).sum::<usize>()
-        }
+        Value::Null | Value::Bool(true) => (4, 0),
+        Value::Bool(false) => (5, 0),
+        Value::Number(n) => (number_size(n), 0),
+        Value::String(s) => (string_size(s), 0),
+        Value::Array(items) => nested(items.len(), items.iter().map(measure).fold((0, 0), add)),
         Value::Object(members) => {
-            let each = members.iter().map(|(k, v)| string_size(k) + 1 + value_size(v));
-            2 + members.len().saturating_sub(1) + each.sum::<usize>()
+            let each = members.iter().map(|(k, v)| {
+                let (size, depth) = measure(v);
+                (string_size(k) + 1 + size, depth)
+            });
+            nested(members.len(), each.fold((0, 0), add))
         }
     }
 }
@@ -189,6 +199,10 @@ fn number_size(n: &serde_json::Number) -> usize {
 /// A string's size quoted and escaped as serde_json escapes it: `"` and `\` and the control
 /// characters with short escapes take two bytes, the other control characters six.
 fn string_size(s: &str) -> usize {
+    let escaped = |b: &u8| *b < 0x20 || *b == b'"' || *b == b'\\';
+    if !s.as_bytes().iter().any(escaped) {
+        return 2 + s.len();
+    }
     let extra = |b: u8| match b {
         b'"' | b'\\' | b'\x08' | b'\x0c' | b'\n' | b'\r' | b'\t' => 1,
         0..=0x1f => 5,
@@ -218,10 +232,19 @@ pub fn json_size<T: serde::Serialize + ?Sized>(v: &T) -> usize {
 mod tests {
     use serde_json::{json, Value};
 
-    use crate::engine::call::{json_size, value_size};
+    use crate::engine::call::{json_size, measure, value_size};
+
+    /// Nesting depth as the bound counts it: arrays and objects, scalars 0.
+    fn depth(v: &Value) -> usize {
+        match v {
+            Value::Array(a) => 1 + a.iter().map(depth).max().unwrap_or(0),
+            Value::Object(o) => 1 + o.values().map(depth).max().unwrap_or(0),
+            _ => 0,
+        }
+    }
 
     #[test]
-    fn value_size_is_the_length_of_the_compact_text() {
+    fn value_size_is_the_length_of_the_compact_text_and_measure_counts_the_nesting() {
         let controls: String = (0u8..0x20).map(char::from).collect();
         let values = [
             json!(null),
@@ -252,7 +275,9 @@ mod tests {
         for v in &values {
             assert_eq!(value_size(v), serde_json::to_string(v).unwrap().len(), "{v}");
             assert_eq!(value_size(v), json_size(v), "{v}");
+            assert_eq!(measure(v).1, depth(v), "{v}");
         }
+        assert_eq!(measure(&json!([[[]], {"a": {"b": [1]}}])).1, 4);
         // Every single byte value a string can hold, escaped or not.
         for c in (0u32..0x80).filter_map(char::from_u32) {
             let v = Value::String(format!("a{c}b"));

@@ -87,14 +87,13 @@ pub(crate) async fn run_validation(
 /// The program's size and nesting bounds, checked before any engine code runs.
 fn check_size(ctx: Ctx<'_>, program: &Value) -> OpResult<()> {
     let limits = ctx.lang.limits;
-    let size = crate::engine::call::value_size(program);
+    let (size, depth) = crate::engine::call::measure(program);
     if size > limits.max_program_bytes {
         return Err(RequestError::new(
             ErrorKind::BoundsExceeded,
             format!("program is {size} bytes; the bound is {}", limits.max_program_bytes),
         ));
     }
-    let depth = depth(program);
     if depth > limits.max_depth {
         return Err(RequestError::new(
             ErrorKind::BoundsExceeded,
@@ -221,14 +220,5 @@ pub(crate) fn check_context(schema: Option<&SchemaCheck>, context: Option<&Value
         (Some(v), Some(ctx)) => {
             v.faults(ctx, MAX_FAULTS).into_iter().map(|f| error(f.path, f.message)).collect()
         }
-    }
-}
-
-/// Nesting depth of a JSON value (scalars 0).
-pub(crate) fn depth(v: &Value) -> usize {
-    match v {
-        Value::Array(a) => 1 + a.iter().map(depth).max().unwrap_or(0),
-        Value::Object(o) => 1 + o.values().map(depth).max().unwrap_or(0),
-        _ => 0,
     }
 }
