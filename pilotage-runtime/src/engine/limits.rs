@@ -71,8 +71,8 @@ impl Default for Limits {
     /// 2 s to validate, 10 s to execute, 10 s for any other engine call, 10 000 steps, 1 MiB
     /// programs, depth 64, 16 MiB per engine call, 1 000 diagnostics, 1 000 retained runs and
     /// 16 MiB of them per session and Language, 256 promoted programs per caller and Language,
-    /// idempotency keys for 24 h, isolated validation, no revalidation cache, 8 running tasks per caller and task
-    /// records for 1 h.
+    /// idempotency keys for 24 h, isolated validation, no revalidation cache, 8 running tasks
+    /// per caller and task records for 1 h.
     fn default() -> Self {
         Limits {
             validate_time: Duration::from_secs(2),
