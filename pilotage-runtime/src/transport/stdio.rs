@@ -2,32 +2,30 @@
 //!
 //! rmcp's async read/write transport silently ignores a line that is not JSON, and answers a
 //! line it cannot read as a client message with an error that has no `id`, notifications
-//! included. [`serve_lines`] reads the lines itself instead and hands rmcp typed messages:
+//! included. [`serve_lines`] serves rmcp through a transport of its own, [`Lines`], instead:
+//! rmcp's loop asks it for the next message, and it reads lines until one is a client message,
+//! answering the others itself.
 //!
-//! ```text
-//! reader ──pump──▶ channel ──▶ rmcp ──▶ channel ──copier──▶ writer
-//!          └── judged: an error reply, a bounds_exceeded result, or nothing ──▶ writer
-//! ```
-//!
-//! The pump judges every line with [`frame::judge`](super::frame::judge): a client message
-//! goes to rmcp (the line's only parse); anything else is answered as JSON-RPC 2.0 requires
-//! (`-32700` for a line that is not JSON, `-32600`/`-32602` with the request's id, no reply
-//! to a notification), and a `tools/call` nested too deep to parse gets the runtime's
-//! `bounds_exceeded` result. Both the pump and the copier write whole lines under one lock,
-//! so replies never interleave.
+//! Every line is judged with [`frame::judge`](super::frame::judge): a client message goes to
+//! rmcp (the line's only parse); anything else is answered as JSON-RPC 2.0 requires (`-32700`
+//! for a line that is not JSON, `-32600`/`-32602` with the request's id, no reply to a
+//! notification), and a `tools/call` nested too deep to parse gets the runtime's
+//! `bounds_exceeded` result. Replies and rmcp's messages are written as whole lines under one
+//! lock, so they never interleave; a reply is written in full before the next line is read, so
+//! replies keep the order of their lines. No task or channel stands between the reader, rmcp
+//! and the writer.
 
+use std::future::Future;
 use std::io;
 use std::sync::Arc;
 
-use futures::channel::mpsc;
-use futures::{SinkExt, StreamExt};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
-use rmcp::service::ServerInitializeError;
+use rmcp::service::{RoleServer, ServerInitializeError};
+use rmcp::transport::Transport;
 use rmcp::{ServerHandler, ServiceExt};
-use tokio::io::{
-    AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader,
-};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::Mutex;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::frame::{self, Judged};
@@ -35,12 +33,13 @@ use super::parse_error;
 
 /// Longest accepted input line, the same 16 MiB limit rmcp applies.
 const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
-/// Messages each channel between the pump, rmcp and the copier holds.
-const QUEUE: usize = 64;
 /// UTF-8 byte order mark, which rmcp (and RFC 8259) tolerate before JSON.
 const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
 type SharedWriter<W> = Arc<Mutex<W>>;
+
+/// The first I/O failure of a session, which [`serve_lines`] returns.
+type Failure = Arc<std::sync::Mutex<Option<io::Error>>>;
 
 /// Serves `handler` over the process's stdin and stdout until stdin closes.
 ///
@@ -69,107 +68,177 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let writer = Arc::new(Mutex::new(writer));
-    // Client to rmcp: the pump sends on `to_rmcp`, rmcp receives on `rmcp_in`.
-    let (to_rmcp, rmcp_in) = mpsc::channel::<ClientJsonRpcMessage>(QUEUE);
-    // rmcp to client: rmcp sends on `rmcp_out`, the copier receives on `from_rmcp`.
-    let (rmcp_out, from_rmcp) = mpsc::channel::<ServerJsonRpcMessage>(QUEUE);
-    // Cancelled by the copier when the real writer fails, which stops rmcp.
+    // Cancelled when the writer fails, which stops rmcp.
     let stop = CancellationToken::new();
-
-    let pump = tokio::spawn(pump_input(reader, to_rmcp, writer.clone()));
-    let copier = tokio::spawn(copy_output(from_rmcp, writer, stop.clone()));
-
-    let served = match handler.serve_with_ct((rmcp_out, rmcp_in), stop).await {
+    let failure = Failure::default();
+    let lines = Lines {
+        reader: BufReader::new(reader),
+        line: Vec::new(),
+        discarding: false,
+        writer: Arc::new(Mutex::new(writer)),
+        replying: None,
+        stop: stop.clone(),
+        failure: failure.clone(),
+    };
+    let served = match handler.serve_with_ct(lines, stop).await {
         Ok(running) => running.waiting().await.map(drop).map_err(io::Error::other),
         // The input ended, or the output failed, before a session started.
         Err(ServerInitializeError::ConnectionClosed(_) | ServerInitializeError::Cancelled) => Ok(()),
         Err(refused) => Err(io::Error::new(io::ErrorKind::InvalidData, refused.to_string())),
     };
-
-    // rmcp has dropped its sender, so the copier drains and ends.
-    let copied = copier.await.unwrap_or_else(|e| Err(io::Error::other(e)));
-    // The pump normally ended at EOF already; if rmcp stopped first, stop reading.
-    pump.abort();
-    let pumped = match pump.await {
-        Ok(result) => result,
-        Err(e) if e.is_cancelled() => Ok(()),
-        Err(e) => Err(io::Error::other(e)),
-    };
-    copied.and(pumped).and(served)
+    let failed = failure.lock().unwrap_or_else(|e| e.into_inner()).take();
+    failed.map_or(served, Err)
 }
 
-/// Reads `reader` line by line: client messages go to rmcp, the rest is judged here.
-///
-/// Returning (at EOF) drops `to_rmcp`, which rmcp sees as the end of input.
-async fn pump_input<R, W>(
-    reader: R,
-    mut to_rmcp: mpsc::Sender<ClientJsonRpcMessage>,
+/// rmcp's transport over newline-delimited JSON-RPC (see the module).
+struct Lines<R, W> {
+    reader: BufReader<R>,
+    /// The line being read: kept between calls, since rmcp drops an unfinished
+    /// [`Transport::receive`] whenever it has something else to do, and reading resumes.
+    line: Vec<u8>,
+    /// The rest of an over-long line is being skipped.
+    discarding: bool,
     writer: SharedWriter<W>,
-) -> io::Result<()>
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    let mut reader = BufReader::new(reader);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        // Reading one byte past the limit tells an oversized line apart.
-        let mut bounded = (&mut reader).take(MAX_LINE_BYTES as u64 + 1);
-        if bounded.read_until(b'\n', &mut line).await? == 0 {
-            return Ok(());
-        }
-        if line.len() > MAX_LINE_BYTES && !line.ends_with(b"\n") {
-            skip_rest_of_line(&mut reader).await?;
-            let detail = format!("line exceeds {MAX_LINE_BYTES} bytes");
-            write_line(&writer, parse_error(detail).to_string().as_bytes()).await?;
-            continue;
-        }
-        let text = line.strip_suffix(b"\n").unwrap_or(&line);
-        let text = text.strip_suffix(b"\r").unwrap_or(text);
-        let text = text.strip_prefix(UTF8_BOM).unwrap_or(text);
-        if text.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        // A session over lines opens with `initialize`, which ends at revision 2025-11-25
-        // (rmcp's `ProtocolVersion::LATEST_WITH_INITIALIZE`): results carry no `resultType`.
-        match frame::judge(text, false) {
-            Judged::Message(message) => {
-                if to_rmcp.send(*message).await.is_err() {
-                    // rmcp has stopped receiving: the service is over.
-                    return Ok(());
-                }
+    /// The reply to the last line judged here, being written.
+    replying: Option<JoinHandle<()>>,
+    stop: CancellationToken,
+    failure: Failure,
+}
+
+/// What one [`Lines::read_line`] found.
+enum LineRead {
+    /// A whole line is in [`Lines::line`] (the last one may lack its newline).
+    Line,
+    /// The line was longer than [`MAX_LINE_BYTES`]; it is being skipped.
+    TooLong,
+    /// The input has ended.
+    Eof,
+}
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin + Send + 'static> Lines<R, W> {
+    /// The next client message, answering every other line; `None` at the end of the input or
+    /// once reading fails.
+    async fn next_message(&mut self) -> Option<ClientJsonRpcMessage> {
+        loop {
+            if let Some(replying) = self.replying.as_mut() {
+                let _ = replying.await;
+                self.replying = None;
             }
-            Judged::Reply(reply) => write_line(&writer, reply.to_string().as_bytes()).await?,
-            Judged::Silent => {}
+            let reply = match self.read_line().await {
+                Ok(LineRead::Eof) => return None,
+                Err(e) => {
+                    fail(&self.failure, &self.stop, e);
+                    return None;
+                }
+                Ok(LineRead::TooLong) => parse_error(format!("line exceeds {MAX_LINE_BYTES} bytes")),
+                Ok(LineRead::Line) => {
+                    // Nothing awaits from here to the message's return, so a line taken is
+                    // never lost to a dropped call.
+                    let line = std::mem::take(&mut self.line);
+                    match judge(&line) {
+                        Some(Judged::Message(message)) => return Some(*message),
+                        Some(Judged::Reply(reply)) => reply,
+                        Some(Judged::Silent) | None => continue,
+                    }
+                }
+            };
+            let (writer, stop, failure) = (self.writer.clone(), self.stop.clone(), self.failure.clone());
+            let text = reply.to_string().into_bytes();
+            self.replying = Some(tokio::spawn(async move {
+                if let Err(e) = write_line(&writer, &text).await {
+                    fail(&failure, &stop, e);
+                }
+            }));
         }
     }
-}
 
-/// Writes rmcp's messages to the real writer, one line each.
-async fn copy_output<W>(
-    mut from_rmcp: mpsc::Receiver<ServerJsonRpcMessage>,
-    writer: SharedWriter<W>,
-    stop: CancellationToken,
-) -> io::Result<()>
-where
-    W: AsyncWrite + Unpin,
-{
-    while let Some(message) = from_rmcp.next().await {
-        let text = match serde_json::to_vec(&message) {
-            Ok(text) => text,
-            Err(e) => {
-                tracing::error!(error = %e, "cannot serialize an outgoing message");
+    /// Reads up to the end of the next line, resuming a line a dropped call left unfinished.
+    async fn read_line(&mut self) -> io::Result<LineRead> {
+        loop {
+            if self.discarding {
+                let buffer = self.reader.fill_buf().await?;
+                if buffer.is_empty() {
+                    return Ok(LineRead::Eof);
+                }
+                let (len, end) = match buffer.iter().position(|&b| b == b'\n') {
+                    Some(end) => (end + 1, true),
+                    None => (buffer.len(), false),
+                };
+                self.reader.consume(len);
+                self.discarding = !end;
                 continue;
             }
-        };
-        if let Err(e) = write_line(&writer, &text).await {
-            stop.cancel();
-            return Err(e);
+            // Reading one byte past the limit tells an oversized line apart.
+            let left = (MAX_LINE_BYTES + 1).saturating_sub(self.line.len()) as u64;
+            let read = (&mut self.reader).take(left).read_until(b'\n', &mut self.line).await?;
+            if self.line.ends_with(b"\n") {
+                return Ok(LineRead::Line);
+            }
+            if self.line.len() > MAX_LINE_BYTES {
+                self.line.clear();
+                self.discarding = true;
+                return Ok(LineRead::TooLong);
+            }
+            if read == 0 {
+                // The input ended, after a last line without its newline or none.
+                return Ok(if self.line.is_empty() { LineRead::Eof } else { LineRead::Line });
+            }
         }
     }
-    Ok(())
+}
+
+/// A line without its ending and byte order mark, judged; `None` for a blank one.
+fn judge(line: &[u8]) -> Option<Judged> {
+    let text = line.strip_suffix(b"\n").unwrap_or(line);
+    let text = text.strip_suffix(b"\r").unwrap_or(text);
+    let text = text.strip_prefix(UTF8_BOM).unwrap_or(text);
+    if text.iter().all(u8::is_ascii_whitespace) {
+        return None;
+    }
+    // A session over lines opens with `initialize`, which ends at revision 2025-11-25
+    // (rmcp's `ProtocolVersion::LATEST_WITH_INITIALIZE`): results carry no `resultType`.
+    Some(frame::judge(text, false))
+}
+
+impl<R, W> Transport<RoleServer> for Lines<R, W>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    type Error = io::Error;
+
+    fn send(&mut self, item: ServerJsonRpcMessage) -> impl Future<Output = io::Result<()>> + Send + 'static {
+        let (writer, stop, failure) = (self.writer.clone(), self.stop.clone(), self.failure.clone());
+        let text = serde_json::to_vec(&item);
+        async move {
+            let text = match text {
+                Ok(text) => text,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot serialize an outgoing message");
+                    return Ok(());
+                }
+            };
+            let written = write_line(&writer, &text).await;
+            if let Err(e) = &written {
+                fail(&failure, &stop, io::Error::new(e.kind(), e.to_string()));
+            }
+            written
+        }
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<ClientJsonRpcMessage>> + Send {
+        self.next_message()
+    }
+
+    async fn close(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Keeps the session's first I/O failure and stops rmcp.
+fn fail(failure: &Failure, stop: &CancellationToken, e: io::Error) {
+    failure.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+    stop.cancel();
 }
 
 /// Writes `text` plus a newline under the shared lock, then flushes.
@@ -178,26 +247,6 @@ async fn write_line<W: AsyncWrite + Unpin>(writer: &SharedWriter<W>, text: &[u8]
     writer.write_all(text).await?;
     writer.write_all(b"\n").await?;
     writer.flush().await
-}
-
-/// Consumes input up to and including the next newline (or EOF).
-async fn skip_rest_of_line<R: AsyncBufRead + Unpin>(reader: &mut R) -> io::Result<()> {
-    loop {
-        let buffer = reader.fill_buf().await?;
-        if buffer.is_empty() {
-            return Ok(());
-        }
-        match buffer.iter().position(|&b| b == b'\n') {
-            Some(end) => {
-                reader.consume(end + 1);
-                return Ok(());
-            }
-            None => {
-                let len = buffer.len();
-                reader.consume(len);
-            }
-        }
-    }
 }
 
 #[cfg(test)]
@@ -289,6 +338,48 @@ mod tests {
         client.send(r#"{"hello":"world"}"#).await;
         let reply = client.receive().await;
         assert_eq!(reply["error"]["code"], -32600, "{reply}");
+        client.finish().await.unwrap();
+    }
+
+    /// Both sides of the line bound: a line of exactly [`MAX_LINE_BYTES`] before its newline is
+    /// read (and is not JSON), one byte more is skipped and answered; the session goes on after
+    /// either.
+    #[tokio::test]
+    async fn a_line_past_the_bound_is_answered_and_skipped() {
+        let mut client = Client::start();
+        client.send(INITIALIZE).await;
+        assert_eq!(client.receive().await["id"], 1);
+        for (len, exceeds) in [(MAX_LINE_BYTES, false), (MAX_LINE_BYTES + 1, true)] {
+            // `len` bytes, then the newline.
+            client.send(&"x".repeat(len)).await;
+            let reply = client.receive().await;
+            assert_eq!(reply["error"]["code"], -32700, "{len}");
+            let message = reply["error"]["message"].as_str().unwrap_or_default();
+            assert_eq!(message.contains("line exceeds 16777216 bytes"), exceeds, "{len}: {message}");
+            client.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#).await;
+            assert_eq!(client.receive().await["id"], 2, "{len}");
+        }
+        client.finish().await.unwrap();
+    }
+
+    /// rmcp drops an unfinished read whenever it writes a reply; a line that arrives in parts
+    /// meanwhile is still read whole.
+    #[tokio::test]
+    async fn a_line_arriving_in_parts_while_replies_are_written_is_read_whole() {
+        let mut client = Client::start();
+        client.send(INITIALIZE).await;
+        assert_eq!(client.receive().await["id"], 1);
+        client.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
+        let later = r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#;
+        let (first, rest) = later.split_at(20);
+        for id in [2, 4] {
+            let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/list\"}}\n{first}");
+            client.input.write_all(line.as_bytes()).await.unwrap();
+            assert_eq!(client.receive().await["id"], id);
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            client.send(rest.replace('3', &(id + 1).to_string()).as_str()).await;
+            assert_eq!(client.receive().await, json!({"jsonrpc":"2.0","id":id + 1,"result":{"tools":[]}}));
+        }
         client.finish().await.unwrap();
     }
 
