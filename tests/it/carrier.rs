@@ -104,7 +104,7 @@ async fn json_that_is_not_a_message_is_invalid_request_over_http() {
     }
 }
 
-/// rmcp drops such lines without a reply once the session runs; the stdio pump answers them.
+/// rmcp drops such lines without a reply once the session runs; the stdio transport answers them.
 #[tokio::test]
 async fn json_that_is_not_a_message_is_invalid_request_over_lines() {
     let mut conn = duplex().await;

@@ -246,8 +246,8 @@ const REFUSED: [(&str, &str, i64, &str); 9] = [
 ];
 
 /// Notifications that must draw no reply (JSON-RPC 2.0 §4.1). Before, over lines, the first
-/// four drew rmcp's id-less `-32600` and the next two the pump's `-32600` with `id: null`;
-/// over HTTP all but the last two drew HTTP 400 with a `-32600` body.
+/// four drew rmcp's id-less `-32600` and the next two our own `-32600` with `id: null`; over
+/// HTTP all but the last two drew HTTP 400 with a `-32600` body.
 const SILENT: [&str; 8] = [
     r#"{"jsonrpc":"2.0","method":"notifications/initialized","params":5}"#,
     r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":5}"#,

@@ -1,5 +1,5 @@
-//! Judging one incoming JSON-RPC frame before rmcp sees it, shared by the stdio pump and the
-//! HTTP POST adapter.
+//! Judging one incoming JSON-RPC frame before rmcp sees it, shared by the stdio transport and
+//! the HTTP POST adapter.
 //!
 //! rmcp answers a frame it cannot read as a client message with an `Invalid request` error
 //! that has no `id`, even when the frame is a notification (which JSON-RPC 2.0 §4.1 forbids

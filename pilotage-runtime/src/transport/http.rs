@@ -17,7 +17,7 @@
 //! * **Malformed JSON.** rmcp answers `415` with a text body when the POST body
 //!   is not JSON. The adapter answers HTTP 400 with a JSON-RPC `-32700` Parse
 //!   error instead. Bodies over 4 MiB get HTTP 413.
-//! * **Frames rmcp cannot read.** The body is judged as the stdio pump judges a line
+//! * **Frames rmcp cannot read.** The body is judged as the stdio transport judges a line
 //!   (the private `frame` module): an invalid request gets HTTP 400 with a JSON-RPC error
 //!   carrying its id where readable, a notification rmcp cannot read gets `202 Accepted`
 //!   and no body, and a `tools/call` nested too deep to parse gets HTTP 200 with the
@@ -305,7 +305,7 @@ async fn adapt_post(State(adapter): State<Adapter>, request: Request, next: Next
     let response = next.run(Request::from_parts(parts, Body::from(bytes.clone()))).await;
     if json_body && response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
         // JSON rmcp could not read as a client message: judged in full now, as the stdio
-        // pump judges it (the id echoed, a notification accepted and never answered).
+        // transport judges it (the id echoed, a notification accepted and never answered).
         return judged_here(frame::judge(&bytes, result_type)).err().map(|r| *r).unwrap_or_else(|| {
             let message = "Invalid Request: not a JSON-RPC 2.0 message";
             let error =
