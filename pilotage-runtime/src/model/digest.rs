@@ -33,3 +33,20 @@ pub fn canonical(v: &serde_json::Value) -> String {
     }
     sorted(v).to_string()
 }
+
+/// The SHA-256 of `v`'s compact JSON text, hashed as it is written (the text is never built).
+pub fn sha256_json<T: serde::Serialize + ?Sized>(v: &T) -> [u8; 32] {
+    struct Hashing(Sha256);
+    impl std::io::Write for Hashing {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.update(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut hashing = Hashing(Sha256::new());
+    let _ = serde_json::to_writer(&mut hashing, v);
+    hashing.0.finalize().into()
+}

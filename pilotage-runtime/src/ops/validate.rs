@@ -23,20 +23,30 @@ use crate::state::verdicts::{VerdictKey, Verdicts};
 /// Language keeps a revalidation cache.
 pub(crate) async fn validate(ctx: Ctx<'_>, args: LoopArgs) -> OpResult<ValidateResponse> {
     let program = args.program.unwrap_or_else(|| Arc::new(Value::Null));
-    let context = args.context.as_deref();
     let verdict = run_validation(ctx, ctx.snapshot().await?, &program, args.context.as_ref()).await?;
-    if let Some(verdicts) = ctx.session.verdicts.get(ctx.index) {
-        if let Some(key) = verdicts.key(&program, context, verdict.catalog_version.as_deref()) {
-            remember(verdicts, key, &verdict);
-        }
+    if verdict.valid {
+        let version = verdict.catalog_version.as_deref();
+        remember(cached(ctx, &program, args.context.as_deref(), version), &verdict);
     }
     Ok(verdict)
 }
 
-/// Remembers `verdict` under `key` when it is valid (an invalid program is judged again, so
+/// This session's revalidation cache for the Language, with the key of `program` judged with
+/// `context` against `catalog_version`; `None` where the Language keeps no cache.
+pub(crate) fn cached<'a>(
+    ctx: Ctx<'a>,
+    program: &Value,
+    context: Option<&Value>,
+    catalog_version: Option<&str>,
+) -> Option<(&'a Verdicts, VerdictKey)> {
+    let verdicts = ctx.session.verdicts.get(ctx.index)?;
+    Some((verdicts, verdicts.key(program, context, catalog_version)?))
+}
+
+/// Remembers `verdict` in `cached` when it is valid (an invalid program is judged again, so
 /// that its refusal carries its diagnostics).
-pub(crate) fn remember(verdicts: &Verdicts, key: VerdictKey, verdict: &ValidateResponse) {
-    if verdict.valid {
+pub(crate) fn remember(cached: Option<(&Verdicts, VerdictKey)>, verdict: &ValidateResponse) {
+    if let (Some((verdicts, key)), true) = (cached, verdict.valid) {
         verdicts.remember(key, verdict.plan.as_ref().map(|p| p.steps.len()));
     }
 }

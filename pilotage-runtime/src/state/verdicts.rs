@@ -14,64 +14,19 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
+
+use crate::model::digest::sha256_json;
 
 /// The key of one verdict: what the validation's answer depends on.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct VerdictKey([u8; 32]);
 
 impl VerdictKey {
-    /// The key of `program` judged with `context` against the catalog `catalog_version`.
+    /// The key of `program` judged with `context` against the catalog `catalog_version`: the
+    /// SHA-256 of the JSON array of the three, whose text tells every triple apart. A supplied
+    /// context is wrapped in an array, so that `null` supplied is not taken for none.
     pub fn of(program: &Value, context: Option<&Value>, catalog_version: Option<&str>) -> Self {
-        let mut hash = Hashing(Sha256::new());
-        // Each part is framed by a tag, so no two different triples write the same bytes.
-        let version = catalog_version.map(|v| v.as_bytes());
-        hash.part(b"catalog", version);
-        hash.value(b"context", context);
-        hash.value(b"program", Some(program));
-        VerdictKey(hash.0.finalize().into())
-    }
-}
-
-/// A SHA-256 that JSON is written into.
-struct Hashing(Sha256);
-
-impl Hashing {
-    fn part(&mut self, tag: &[u8], bytes: Option<&[u8]>) {
-        self.0.update(tag);
-        match bytes {
-            None => self.0.update([0]),
-            Some(b) => {
-                self.0.update([1]);
-                self.0.update((b.len() as u64).to_le_bytes());
-                self.0.update(b);
-            }
-        }
-    }
-
-    /// A value's compact JSON text, framed by its tag; the program is the last part, so its
-    /// length needs no prefix.
-    fn value(&mut self, tag: &[u8], v: Option<&Value>) {
-        match v {
-            None => self.part(tag, None),
-            Some(v) => {
-                self.0.update(tag);
-                self.0.update([2]);
-                let _ = serde_json::to_writer(&mut *self, v);
-                // The text of a JSON value is self-delimiting; the end mark closes it anyway.
-                self.0.update([0xff]);
-            }
-        }
-    }
-}
-
-impl std::io::Write for Hashing {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.update(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
+        VerdictKey(sha256_json(&(catalog_version, context.map(|c| [c]), program)))
     }
 }
 

@@ -132,23 +132,45 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin + Send + 'static> Lines<R, W> {
                 }
                 Ok(LineRead::TooLong) => parse_error(format!("line exceeds {MAX_LINE_BYTES} bytes")),
                 Ok(LineRead::Line) => {
-                    // Nothing awaits from here to the message's return, so a line taken is
-                    // never lost to a dropped call.
-                    let line = std::mem::take(&mut self.line);
-                    match judge(&line) {
+                    // Nothing awaits from here to the message's return, so a line judged is
+                    // never lost to a dropped call; the buffer keeps its capacity.
+                    let judged = judge(&self.line);
+                    self.line.clear();
+                    match judged {
                         Some(Judged::Message(message)) => return Some(*message),
                         Some(Judged::Reply(reply)) => reply,
                         Some(Judged::Silent) | None => continue,
                     }
                 }
             };
-            let (writer, stop, failure) = (self.writer.clone(), self.stop.clone(), self.failure.clone());
-            let text = reply.to_string().into_bytes();
+            let writing = self.write(Ok(reply.to_string().into_bytes()));
             self.replying = Some(tokio::spawn(async move {
-                if let Err(e) = write_line(&writer, &text).await {
-                    fail(&failure, &stop, e);
-                }
+                let _ = writing.await;
             }));
+        }
+    }
+
+    /// Writes `text` (a message that could not be serialised is logged and skipped) as one
+    /// line; a failure is kept for [`serve_lines`] and stops rmcp. Runs to completion even when
+    /// its caller is dropped, as a spawned task.
+    fn write(
+        &self,
+        text: serde_json::Result<Vec<u8>>,
+    ) -> impl Future<Output = io::Result<()>> + Send + 'static {
+        let (writer, stop, failure) = (self.writer.clone(), self.stop.clone(), self.failure.clone());
+        async move {
+            let text = match text {
+                Ok(text) => text,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot serialize an outgoing message");
+                    return Ok(());
+                }
+            };
+            let written = write_line(&writer, &text).await;
+            if let Err(e) = &written {
+                fail(&failure, &stop, io::Error::new(e.kind(), e.to_string()));
+            }
+            written
         }
     }
 
@@ -208,22 +230,7 @@ where
     type Error = io::Error;
 
     fn send(&mut self, item: ServerJsonRpcMessage) -> impl Future<Output = io::Result<()>> + Send + 'static {
-        let (writer, stop, failure) = (self.writer.clone(), self.stop.clone(), self.failure.clone());
-        let text = serde_json::to_vec(&item);
-        async move {
-            let text = match text {
-                Ok(text) => text,
-                Err(e) => {
-                    tracing::error!(error = %e, "cannot serialize an outgoing message");
-                    return Ok(());
-                }
-            };
-            let written = write_line(&writer, &text).await;
-            if let Err(e) = &written {
-                fail(&failure, &stop, io::Error::new(e.kind(), e.to_string()));
-            }
-            written
-        }
+        self.write(serde_json::to_vec(&item))
     }
 
     fn receive(&mut self) -> impl Future<Output = Option<ClientJsonRpcMessage>> + Send {

@@ -15,7 +15,7 @@ use crate::model::execution::ExecuteResponse;
 use crate::model::outcome::Outcome;
 use crate::model::trace::{render_steps, render_steps_owned, Trace, TraceStep};
 use crate::ops::call::{CallEnd, EngineCall};
-use crate::ops::validate::{check_context, remember, run_validation};
+use crate::ops::validate::{cached, check_context, remember, run_validation};
 use crate::ops::watch::Watch;
 use crate::ops::{str_arg, Ctx, LoopArgs, OpResult};
 use crate::state::promotions;
@@ -114,10 +114,9 @@ async fn admit(
     match runnable {
         Runnable::Inline(program) => {
             // A program this session judged valid against this catalog, with this context.
-            let verdicts = ctx.session.verdicts.get(ctx.index);
             let version = snapshot.as_deref().map(CatalogSnapshot::version);
-            let key = verdicts.and_then(|v| v.key(program, context.map(|c| &**c), version));
-            if let Some(planned) = verdicts.zip(key.as_ref()).and_then(|(v, k)| v.valid(k)) {
+            let cached = cached(ctx, program, context.map(|c| &**c), version);
+            if let Some(planned) = cached.as_ref().and_then(|(verdicts, key)| verdicts.valid(key)) {
                 return Ok(Ok((Arc::clone(program), planned)));
             }
             let verdict = run_validation(ctx, snapshot, program, context).await?;
@@ -125,9 +124,7 @@ async fn admit(
                 let outcome = Outcome::failure("validation_error", "the program failed validation");
                 return Ok(Err((outcome, Some(verdict.diagnostics))));
             }
-            if let Some((verdicts, key)) = verdicts.zip(key) {
-                remember(verdicts, key, &verdict);
-            }
+            remember(cached, &verdict);
             let planned = verdict.plan.as_ref().map(|p| p.steps.len());
             Ok(Ok((Arc::clone(program), planned)))
         }
