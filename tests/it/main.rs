@@ -75,6 +75,7 @@ mod postgres_loop;
 mod quiet_logs;
 mod readme;
 mod replicas;
+mod request_futures;
 mod revalidation;
 mod schemas;
 mod sql_loop;

@@ -51,6 +51,12 @@ impl Conn {
         Conn::new(Transport::Lines(Box::new(Lines::duplex(server))), "duplex".to_owned())
     }
 
+    /// `handler` (a server's own, or one wrapping it) served in-process over
+    /// `tokio::io::duplex` with `serve_lines`.
+    pub fn duplex_handler(handler: impl rmcp::ServerHandler) -> Conn {
+        Conn::new(Transport::Lines(Box::new(Lines::duplex_handler(handler))), "duplex".to_owned())
+    }
+
     /// The example binary `name` (built if needed), spawned with `args`, over stdin/stdout.
     pub fn stdio(example: &str, args: &[&str]) -> Conn {
         Conn::stdio_env(example, args, &[])

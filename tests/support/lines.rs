@@ -39,11 +39,16 @@ pub(crate) struct Lines {
 impl Lines {
     /// Serve `server` in-process with `serve_lines` over a pair of duplex pipes.
     pub fn duplex(server: &pilotage::Server) -> Lines {
+        Lines::duplex_handler(server.handler())
+    }
+
+    /// Serve `handler` (a server's own, or one wrapping it) in-process with `serve_lines` over
+    /// a pair of duplex pipes.
+    pub fn duplex_handler(handler: impl rmcp::ServerHandler) -> Lines {
         let (client_write, server_read) = tokio::io::duplex(1 << 20);
         let (server_write, client_read) = tokio::io::duplex(1 << 20);
-        let server = server.clone();
         let task = tokio::spawn(async move {
-            if let Err(e) = server.serve_lines(server_read, server_write).await {
+            if let Err(e) = pilotage::transport::serve_lines(handler, server_read, server_write).await {
                 eprintln!("serve_lines ended with an error: {e}");
             }
         });

@@ -6,6 +6,7 @@
 //! eligibility checks, the bounded engine call, the derivations) → the envelope
 //! (`structuredContent`, one text summary, `isError` by channel).
 
+use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -14,7 +15,7 @@ use rmcp::model::{
     GetTaskParams, GetTaskResult, InitializeRequestParams, InitializeResult, ListToolsResult, MetaObject,
     NotificationMetaObject, PaginatedRequestParams, ProgressNotificationParam, ServerConfig,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{MaybeSendFuture, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tracing::field::Empty;
 use tracing::Instrument;
@@ -57,6 +58,33 @@ impl PilotageHandler {
             None if identity.anonymous_sessionless => self.shared.stateless_session(Caller::new("anonymous")),
             None => self.shared.request_session(),
         })
+    }
+
+    /// One `tools/call`: a task where the client asked for one, else the routed call under
+    /// its span, logged once.
+    async fn call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let session = self.session(&context)?;
+        let args = request.arguments.unwrap_or_default();
+        if super::tasks::wanted(&self.shared, &request.name, &args, &context) {
+            let name = request.name.to_string();
+            return Ok(match super::tasks::start(self.shared.clone(), session, name, args).await? {
+                Ok(task) => CallToolResponse::Task(task),
+                Err(refused) => refused.into(),
+            });
+        }
+        let span =
+            tracing::info_span!(target: "pilotage", "tools/call", tool = %request.name, language = Empty);
+        let started = Instant::now();
+        let watch = watch_of(&context);
+        let reply = super::route::call(&self.shared, &session, &request.name, args, &watch)
+            .instrument(span.clone())
+            .await;
+        span.in_scope(|| log_call(&reply, started.elapsed()));
+        Ok(super::route::envelope(reply?).into())
     }
 
     /// The caller an MCP session opened by `initialize` belongs to: the verified caller over
@@ -174,29 +202,15 @@ impl ServerHandler for PilotageHandler {
         self.shared.tool(name).map(|t| t.tool.clone())
     }
 
-    async fn call_tool(
+    fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
-        let session = self.session(&context)?;
-        let args = request.arguments.unwrap_or_default();
-        if super::tasks::wanted(&self.shared, &request.name, &args, &context) {
-            let name = request.name.to_string();
-            return Ok(match super::tasks::start(self.shared.clone(), session, name, args).await? {
-                Ok(task) => CallToolResponse::Task(task),
-                Err(refused) => refused.into(),
-            });
-        }
-        let span =
-            tracing::info_span!(target: "pilotage", "tools/call", tool = %request.name, language = Empty);
-        let started = Instant::now();
-        let watch = watch_of(&context);
-        let reply = super::route::call(&self.shared, &session, &request.name, args, &watch)
-            .instrument(span.clone())
-            .await;
-        span.in_scope(|| log_call(&reply, started.elapsed()));
-        Ok(super::route::envelope(reply?).into())
+    ) -> impl Future<Output = Result<CallToolResponse, McpError>> + MaybeSendFuture + '_ {
+        // Boxed: rmcp moves each request's future whole (into its task, into the task's cell,
+        // out again as it completes), so the operations' state inline here would cost every
+        // call its copies, more than a trivial call's own work (`tests/it/request_futures.rs`).
+        Box::pin(self.call(request, context))
     }
 
     async fn get_task(
@@ -205,7 +219,7 @@ impl ServerHandler for PilotageHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, McpError> {
         let session = self.session(&context)?;
-        super::tasks::get(&self.shared, &session.caller.id, &request.task_id).await
+        Box::pin(super::tasks::get(&self.shared, &session.caller.id, &request.task_id)).await
     }
 
     async fn cancel_task(
@@ -214,7 +228,7 @@ impl ServerHandler for PilotageHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let session = self.session(&context)?;
-        super::tasks::cancel(&self.shared, &session.caller.id, &request.task_id).await
+        Box::pin(super::tasks::cancel(&self.shared, &session.caller.id, &request.task_id)).await
     }
 
     async fn on_custom_request(
