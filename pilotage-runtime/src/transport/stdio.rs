@@ -288,6 +288,14 @@ mod tests {
             Client { input, output: BufReader::new(output).lines(), server }
         }
 
+        /// A client whose `initialize` (id 1) the server has answered.
+        async fn initialized() -> Self {
+            let mut client = Client::start();
+            client.send(INITIALIZE).await;
+            assert_eq!(client.receive().await["id"], 1);
+            client
+        }
+
         async fn send(&mut self, line: &str) {
             self.input.write_all(line.as_bytes()).await.unwrap();
             self.input.write_all(b"\n").await.unwrap();
@@ -339,9 +347,7 @@ mod tests {
 
     #[tokio::test]
     async fn json_that_is_not_a_message_is_invalid_request() {
-        let mut client = Client::start();
-        client.send(INITIALIZE).await;
-        assert_eq!(client.receive().await["id"], 1);
+        let mut client = Client::initialized().await;
         client.send(r#"{"hello":"world"}"#).await;
         let reply = client.receive().await;
         assert_eq!(reply["error"]["code"], -32600, "{reply}");
@@ -353,9 +359,7 @@ mod tests {
     /// either.
     #[tokio::test]
     async fn a_line_past_the_bound_is_answered_and_skipped() {
-        let mut client = Client::start();
-        client.send(INITIALIZE).await;
-        assert_eq!(client.receive().await["id"], 1);
+        let mut client = Client::initialized().await;
         for (len, exceeds) in [(MAX_LINE_BYTES, false), (MAX_LINE_BYTES + 1, true)] {
             // `len` bytes, then the newline.
             client.send(&"x".repeat(len)).await;
@@ -373,9 +377,7 @@ mod tests {
     /// meanwhile is still read whole.
     #[tokio::test]
     async fn a_line_arriving_in_parts_while_replies_are_written_is_read_whole() {
-        let mut client = Client::start();
-        client.send(INITIALIZE).await;
-        assert_eq!(client.receive().await["id"], 1);
+        let mut client = Client::initialized().await;
         client.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
         let later = r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#;
         let (first, rest) = later.split_at(20);
