@@ -348,6 +348,36 @@ fn request() -> ValidateRequest {
     }
 }
 
+/// One validation's steps: `ids` at risk Safe, then one Wipe step, which `calls` an entry.
+fn judged(ids: &[&str]) -> crate::engine::ValidationCore {
+    let mut v = Validation::<Code, Risk>::new(&request());
+    for id in ids {
+        v.step(*id, Risk::Safe);
+    }
+    v.step("last", Risk::Wipe).calls("e01");
+    v.finish()
+}
+
+#[test]
+fn a_counting_validation_keeps_no_step_yet_gives_the_same_verdict_and_count() {
+    let how = Derivation { codes: &["unknown", "constraint"], plan: true, catalog_version: None };
+    for ids in [&["a", "b", "c"][..], &["a", "b/c", "d"], &[]] {
+        let kept = judged(ids);
+        let counted = crate::engine::validation::counting_steps(|| judged(ids));
+        assert_eq!(kept.unkept_steps, 0);
+        let reserved = ids.iter().filter(|id| id.contains('/')).count();
+        assert_eq!(counted.steps.len(), reserved, "only a reserved id is kept: {ids:?}");
+        assert_eq!(counted.unkept_steps, ids.len() + 1 - reserved);
+        let (kept, counted) = (validate::derive(kept, vec![], &how), validate::derive(counted, vec![], &how));
+        assert_eq!(counted.valid, kept.valid);
+        assert_eq!(counted.diagnostics, kept.diagnostics);
+        assert_eq!(kept.plan.as_ref().map(|p| p.steps.len()), (reserved == 0).then_some(ids.len() + 1));
+    }
+    // The thread keeps plans again afterwards, even after a panic inside.
+    let _ = std::panic::catch_unwind(|| crate::engine::validation::counting_steps(|| panic!("engine fault")));
+    assert_eq!(judged(&["a"]).steps.len(), 2);
+}
+
 #[test]
 fn validity_and_maxima_are_derived_not_declared() {
     let mut v = Validation::<Code, Risk>::new(&request());

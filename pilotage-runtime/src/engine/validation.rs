@@ -4,6 +4,7 @@
 //! verdicts: `valid` from the severities, `max_risk` and `max_risk_hints` from the steps,
 //! `catalog_version` from the snapshot.
 
+use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -49,6 +50,27 @@ pub struct ValidationCore {
     pub left_out: usize,
     /// Whether an error was among the diagnostics left out.
     pub left_out_error: bool,
+    /// Plan steps judged but not kept: execute's re-validation needs only their number.
+    pub(crate) unkept_steps: usize,
+}
+
+thread_local! {
+    /// Whether the validations started on this thread keep their plan steps.
+    static KEEP_PLAN: Cell<bool> = const { Cell::new(true) };
+}
+
+/// Runs `f` with the validations it starts on this thread counting their plan steps instead of
+/// keeping them (execute's re-validation: the verdict and the number of steps are all it uses).
+/// A step whose id has a reserved character is still kept, so the verdict is the same.
+pub(crate) fn counting_steps<T>(f: impl FnOnce() -> T) -> T {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            KEEP_PLAN.with(|k| k.set(self.0));
+        }
+    }
+    let _restore = Restore(KEEP_PLAN.with(|k| k.replace(false)));
+    f()
 }
 
 /// The typed validation sink an engine's validate method writes to.
@@ -62,7 +84,10 @@ pub struct Validation<C: DiagnosticCode, R: RiskLevel> {
     bounds: Bounds,
     /// Where reports go once the sink is inert (cancelled, out of bytes, past the cap).
     scratch: Diagnostic,
+    /// Where a step goes that is not kept (an inert sink, or a re-validation that counts steps).
     scratch_step: Option<PlanStep>,
+    /// Whether plan steps are kept (see [`counting_steps`]).
+    keep_plan: bool,
     _sets: PhantomData<(C, R)>,
 }
 
@@ -76,6 +101,7 @@ impl<C: DiagnosticCode, R: RiskLevel> Validation<C, R> {
             bounds: Bounds::current(),
             scratch: Diagnostic::new(Severity::Warning, "constraint", "", ""),
             scratch_step: None,
+            keep_plan: KEEP_PLAN.with(Cell::get),
             _sets: PhantomData,
         }
     }
@@ -171,14 +197,18 @@ impl<C: DiagnosticCode, R: RiskLevel> Validation<C, R> {
         }
     }
     /// Add a plan step.
-    pub fn step(&mut self, id: impl Into<String>, risk: R) -> &mut PlanStep {
-        let id = id.into();
-        if !self.live(id.len() + 64) {
-            return self.scratch_step.insert(PlanStep::new(id, risk));
+    pub fn step(&mut self, id: impl AsRef<str>, risk: R) -> &mut PlanStep {
+        let id = id.as_ref();
+        let live = self.live(id.len() + 64);
+        if live && (self.keep_plan || reserved_char(id).is_some()) {
+            self.core.steps.push(PlanStep::new(id, risk));
+            let last = self.core.steps.len() - 1;
+            return &mut self.core.steps[last];
         }
-        self.core.steps.push(PlanStep::new(id, risk));
-        let last = self.core.steps.len() - 1;
-        &mut self.core.steps[last]
+        self.core.unkept_steps += usize::from(live);
+        let step = self.scratch_step.get_or_insert_with(|| PlanStep::new(id, risk));
+        step.reset(id, risk);
+        step
     }
     /// Record a referenced catalog entry (used for `references` when `plan` is undeclared).
     pub fn reference(&mut self, entry: impl Into<String>) {

@@ -52,6 +52,19 @@ impl PlanStep {
             rank: risk.rank(),
         }
     }
+    /// Makes this step what [`PlanStep::new`] makes, reusing its strings' memory.
+    pub(crate) fn reset<R: RiskLevel>(&mut self, id: &str, risk: R) {
+        self.id.clear();
+        self.id.push_str(id);
+        self.risk.clear();
+        self.risk.push_str(risk.wire());
+        self.calls = None;
+        self.arm = None;
+        self.in_loop = None;
+        self.risk_hints = risk.hints();
+        self.rank = risk.rank();
+    }
+
     /// The entry this step invokes.
     pub fn calls(&mut self, entry: impl Into<String>) -> &mut Self {
         self.calls = Some(entry.into());

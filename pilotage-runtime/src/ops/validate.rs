@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::call::{CallEnd, EngineCall};
 use super::{Ctx, LoopArgs, OpResult};
-use crate::engine::validation::{ValidateRequest, ValidationCore};
+use crate::engine::validation::{counting_steps, ValidateRequest, ValidationCore};
 use crate::engine::CatalogSnapshot;
 use crate::model::capabilities::Capability;
 use crate::model::check::{SchemaCheck, MAX_FAULTS};
@@ -26,7 +26,8 @@ pub(crate) async fn validate(ctx: Ctx<'_>, args: LoopArgs) -> OpResult<ValidateR
     let verdict = run_validation(ctx, ctx.snapshot().await?, &program, args.context.as_ref()).await?;
     if verdict.valid {
         let version = verdict.catalog_version.as_deref();
-        remember(cached(ctx, &program, args.context.as_deref(), version), &verdict);
+        let planned = verdict.plan.as_ref().map(|p| p.steps.len());
+        remember(cached(ctx, &program, args.context.as_deref(), version), planned);
     }
     Ok(verdict)
 }
@@ -43,11 +44,11 @@ pub(crate) fn cached<'a>(
     Some((verdicts, verdicts.key(program, context, catalog_version)?))
 }
 
-/// Remembers `verdict` in `cached` when it is valid (an invalid program is judged again, so
-/// that its refusal carries its diagnostics).
-pub(crate) fn remember(cached: Option<(&Verdicts, VerdictKey)>, verdict: &ValidateResponse) {
-    if let (Some((verdicts, key)), true) = (cached, verdict.valid) {
-        verdicts.remember(key, verdict.plan.as_ref().map(|p| p.steps.len()));
+/// Remembers a valid verdict in `cached`, with its plan's number of steps (an invalid program
+/// is judged again, so that its refusal carries its diagnostics).
+pub(crate) fn remember(cached: Option<(&Verdicts, VerdictKey)>, planned: Option<usize>) {
+    if let Some((verdicts, key)) = cached {
+        verdicts.remember(key, planned);
     }
 }
 
@@ -61,15 +62,36 @@ pub(crate) fn summary(v: &ValidateResponse) -> String {
     }
 }
 
-/// Validate exactly as the validate tool does (also the execute-time re-validation guard and
-/// the promote tool's check): bounds first, context checks, the bounded engine call, then the
-/// derivations against `snapshot`.
+/// Validate exactly as the validate tool does (also the promote tool's check): bounds first,
+/// context checks, the bounded engine call, then the derivations against `snapshot`.
 pub(crate) async fn run_validation(
     ctx: Ctx<'_>,
     snapshot: Option<Arc<CatalogSnapshot>>,
     program: &Arc<Value>,
     context: Option<&Arc<Value>>,
 ) -> OpResult<ValidateResponse> {
+    Ok(judge(ctx, snapshot, program, context, true).await?.0)
+}
+
+/// Execute's re-validation guard: the verdict [`run_validation`] gives, with the plan's number
+/// of steps in place of its steps (see [`counting_steps`]).
+pub(crate) async fn revalidate(
+    ctx: Ctx<'_>,
+    snapshot: Option<Arc<CatalogSnapshot>>,
+    program: &Arc<Value>,
+    context: Option<&Arc<Value>>,
+) -> OpResult<(ValidateResponse, Option<usize>)> {
+    judge(ctx, snapshot, program, context, false).await
+}
+
+/// The verdict, and the plan's number of steps where it has a plan; `keep_plan` keeps its steps.
+async fn judge(
+    ctx: Ctx<'_>,
+    snapshot: Option<Arc<CatalogSnapshot>>,
+    program: &Arc<Value>,
+    context: Option<&Arc<Value>>,
+    keep_plan: bool,
+) -> OpResult<(ValidateResponse, Option<usize>)> {
     let info = ctx.lang;
     check_size(ctx, program)?;
     let context_findings = check_context(info.context_validator.as_ref(), context.map(|c| &**c));
@@ -79,11 +101,12 @@ pub(crate) async fn run_validation(
         catalog: snapshot.clone(),
         caller: ctx.session.caller.clone(),
     };
-    let mut core = call_validator(ctx, request).await?;
+    let mut core = call_validator(ctx, request, keep_plan).await?;
     if let Some(message) = core.bound_exceeded.take() {
         return Err(RequestError::new(ErrorKind::BoundsExceeded, message));
     }
-    Ok(derive(
+    let unkept = core.unkept_steps;
+    let verdict = derive(
         core,
         context_findings,
         &Derivation {
@@ -91,7 +114,9 @@ pub(crate) async fn run_validation(
             plan: info.effective.declares(Capability::Plan),
             catalog_version: snapshot.map(|s| s.version().to_owned()),
         },
-    ))
+    );
+    let planned = verdict.plan.as_ref().map(|p| p.steps.len() + unkept);
+    Ok((verdict, planned))
 }
 
 /// The program's size and nesting bounds, checked before any engine code runs.
@@ -115,16 +140,16 @@ fn check_size(ctx: Ctx<'_>, program: &Value) -> OpResult<()> {
 
 /// The engine's validate method under the time bound: on an engine thread when isolated, else
 /// inline and judged after the fact.
-async fn call_validator(ctx: Ctx<'_>, request: ValidateRequest) -> OpResult<ValidationCore> {
+async fn call_validator(ctx: Ctx<'_>, request: ValidateRequest, keep_plan: bool) -> OpResult<ValidationCore> {
     let limits = ctx.lang.limits;
     let engine = ctx.engine();
     let call = EngineCall::new(&limits, limits.validate_time, ctx.slots);
     let started = std::time::Instant::now();
-    let ended = if limits.isolate_validation {
-        call.run(move || engine.validate_program(&request)).await
-    } else {
-        call.run_inline(|| engine.validate_program(&request))
+    let judge = move || match keep_plan {
+        true => engine.validate_program(&request),
+        false => counting_steps(|| engine.validate_program(&request)),
     };
+    let ended = if limits.isolate_validation { call.run(judge).await } else { call.run_inline(judge) };
     match ended {
         Ok(_) if started.elapsed() > limits.validate_time => Err(too_slow(&limits)),
         Ok(core) => Ok(core),

@@ -15,7 +15,7 @@ use crate::model::execution::ExecuteResponse;
 use crate::model::outcome::Outcome;
 use crate::model::trace::{render_steps, render_steps_owned, Trace, TraceStep};
 use crate::ops::call::{CallEnd, EngineCall};
-use crate::ops::validate::{cached, check_context, remember, run_validation};
+use crate::ops::validate::{cached, check_context, remember, revalidate};
 use crate::ops::watch::Watch;
 use crate::ops::{str_arg, Ctx, LoopArgs, OpResult};
 use crate::state::promotions;
@@ -119,13 +119,12 @@ async fn admit(
             if let Some(planned) = cached.as_ref().and_then(|(verdicts, key)| verdicts.valid(key)) {
                 return Ok(Ok((Arc::clone(program), planned)));
             }
-            let verdict = run_validation(ctx, snapshot, program, context).await?;
+            let (verdict, planned) = revalidate(ctx, snapshot, program, context).await?;
             if !verdict.valid {
                 let outcome = Outcome::failure("validation_error", "the program failed validation");
                 return Ok(Err((outcome, Some(verdict.diagnostics))));
             }
-            remember(cached, &verdict);
-            let planned = verdict.plan.as_ref().map(|p| p.steps.len());
+            remember(cached, planned);
             Ok(Ok((Arc::clone(program), planned)))
         }
         Runnable::Promoted(p) => {
