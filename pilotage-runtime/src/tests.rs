@@ -823,3 +823,134 @@ fn the_left_out_diagnostic_of_a_text_language_is_a_range() {
         json!({"start": {"line": 1, "column": 1}, "end": {"line": 1, "column": 1}})
     );
 }
+
+/// Each response moved into its value equals, byte for byte, the one `serde_json::to_value` writes.
+mod moved_responses {
+    use serde_json::{json, Value};
+
+    use crate::model::diagnostic::{Diagnostic, Severity};
+    use crate::model::execution::ExecuteResponse;
+    use crate::model::plan::{Plan, PlanStep, ValidateResponse};
+    use crate::model::risk::RiskHints;
+    use crate::model::outcome::Outcome;
+    use crate::model::trace::{Decision, Trace, TraceFetchResponse, TraceLevelWire, TraceStep};
+
+    /// Every combination of a step's optional members, present `null`s among them.
+    fn steps() -> Vec<TraceStep> {
+        let mut steps = Vec::new();
+        for bits in 0u32..32 {
+            let on = |b: u32| bits & (1 << b) != 0;
+            steps.push(TraceStep {
+                id: format!("s{bits}"),
+                calls: on(0).then(|| "tool/x".to_owned()),
+                input: on(1).then(|| if on(4) { Value::Null } else { json!({"a": [1, 2.5, "\"q\""]}) }),
+                output: on(2).then(|| if on(4) { json!(0.1) } else { Value::Null }),
+                outcome: if on(3) { Outcome::failure("error", "it broke") } else { Outcome::success() },
+                t_ms: on(4).then_some(u64::from(bits)),
+                decisions: on(3).then(|| {
+                    vec![Decision { at: "/if".into(), took: "then".into(), because: "x > 1".into() }]
+                }),
+            });
+        }
+        steps
+    }
+
+    fn response(output: Option<Value>, trace: Option<Trace>, refused: bool) -> ExecuteResponse {
+        let diagnostics = refused.then(|| vec![Diagnostic::new(Severity::Error, "constraint", "/a", "no")]);
+        let outcome = if refused { Outcome::failure("validation_error", "no") } else { Outcome::success() };
+        ExecuteResponse { run_id: "run_1".into(), outcome, output, diagnostics, trace }
+    }
+
+    #[test]
+    fn a_moved_execute_or_trace_response_is_the_serialised_response_byte_for_byte() {
+        let traces = [
+            None,
+            Some(Trace { run_id: "run_1".into(), level: TraceLevelWire::Full, steps: steps(), stats: None }),
+            Some(Trace {
+                run_id: "run_1".into(),
+                level: TraceLevelWire::Summary,
+                steps: vec![],
+                stats: Some(json!({"n": 0})),
+            }),
+        ];
+        for trace in traces {
+            for output in [None, Some(Value::Null), Some(json!({"count": 3}))] {
+                for refused in [false, true] {
+                    let r = response(output.clone(), trace.clone(), refused);
+                    let written = serde_json::to_string(&r).unwrap();
+                    assert_eq!(serde_json::to_string(&r.into_value()).unwrap(), written);
+                }
+                let Some(trace) = trace.clone() else { continue };
+                for narration in [None, Some("it ran".to_owned())] {
+                    let outcome = Outcome::success();
+                    let (run_id, output) = ("run_1".to_owned(), output.clone());
+                    let r = TraceFetchResponse { run_id, outcome, output, trace: trace.clone(), narration };
+                    let written = serde_json::to_string(&r).unwrap();
+                    assert_eq!(serde_json::to_string(&r.into_value()).unwrap(), written);
+                }
+            }
+        }
+        for step in steps() {
+            let written = serde_json::to_string(&step).unwrap();
+            assert_eq!(serde_json::to_string(&step.into_value()).unwrap(), written);
+        }
+    }
+
+    #[derive(Clone, Copy)]
+    struct Level(&'static str);
+
+    impl crate::model::closed_sets::RiskLevel for Level {
+        const MEMBERS: &'static [crate::model::closed_sets::RiskMember] = &[];
+        fn wire(self) -> &'static str {
+            self.0
+        }
+        fn hints(self) -> RiskHints {
+            RiskHints::WRITE
+        }
+        fn rank(self) -> usize {
+            0
+        }
+    }
+
+    /// Every combination of a plan step's optional members.
+    fn plan_steps() -> Vec<PlanStep> {
+        (0u32..8)
+            .map(|bits| {
+                let mut step = PlanStep::new(format!("s\"{bits}"), Level("write"));
+                if bits & 1 != 0 {
+                    step.calls("tool/x");
+                }
+                if bits & 2 != 0 {
+                    step.arm("b1", "then");
+                }
+                if bits & 4 != 0 {
+                    step.in_loop("l1");
+                }
+                step
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_moved_validate_response_is_the_serialised_response_byte_for_byte() {
+        let plans = [
+            None,
+            Some(Plan { steps: vec![], max_risk: "read".into(), max_risk_hints: RiskHints::READ_ONLY }),
+            Some(Plan { steps: plan_steps(), max_risk: "write".into(), max_risk_hints: RiskHints::WRITE }),
+        ];
+        for plan in plans {
+            for (catalog_version, references) in [(None, None), (Some("cv_1".to_owned()), Some(vec!["e1".to_owned()]))] {
+                let diagnostics = vec![Diagnostic::new(Severity::Warning, "constraint", "/a", "hm")];
+                let r = ValidateResponse {
+                    valid: plan.is_some(),
+                    diagnostics,
+                    catalog_version: catalog_version.clone(),
+                    plan: plan.clone(),
+                    references: references.clone(),
+                };
+                let written = serde_json::to_string(&r).unwrap();
+                assert_eq!(serde_json::to_string(&r.into_value()).unwrap(), written);
+            }
+        }
+    }
+}

@@ -26,3 +26,14 @@ pub struct ExecuteResponse {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace: Option<Trace>,
 }
+
+impl ExecuteResponse {
+    /// This response as `serde_json::to_value` writes it, with its output and its trace moved
+    /// into place rather than copied (see [`Trace::into_value`]).
+    pub fn into_value(mut self) -> Value {
+        let output = self.output.as_mut().map(std::mem::take);
+        let trace = self.trace.as_mut().map(Trace::take_value);
+        super::moved::written_with(&self, &mut [("output", output), ("trace", trace)])
+    }
+}
+

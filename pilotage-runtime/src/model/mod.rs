@@ -16,6 +16,7 @@ pub mod errors;
 pub mod execution;
 pub mod guide;
 pub mod manifest;
+pub(crate) mod moved;
 pub mod outcome;
 pub mod plan;
 pub mod risk;

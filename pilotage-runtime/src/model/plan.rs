@@ -2,9 +2,11 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::closed_sets::RiskLevel;
 use super::diagnostic::Diagnostic;
+use super::moved::written_with;
 use super::risk::RiskHints;
 
 /// The `{branch, label}` of a step inside a branch arm.
@@ -109,4 +111,36 @@ pub struct ValidateResponse {
     /// Referenced entries, when `catalog` is declared without `plan`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub references: Option<Vec<String>>,
+}
+
+impl PlanStep {
+    /// This step as `serde_json::to_value` writes it, with its id and risk moved into place
+    /// rather than copied (see [`super::moved`]).
+    pub fn into_value(mut self) -> Value {
+        let id = Value::String(std::mem::take(&mut self.id));
+        let risk = Value::String(std::mem::take(&mut self.risk));
+        written_with(&self, &mut [("id", Some(id)), ("risk", Some(risk))])
+    }
+}
+
+impl Plan {
+    /// This plan as `serde_json::to_value` writes it, its steps moved into place (see
+    /// [`PlanStep::into_value`]).
+    pub fn into_value(mut self) -> Value {
+        let steps = std::mem::take(&mut self.steps);
+        let steps = Value::Array(steps.into_iter().map(PlanStep::into_value).collect());
+        written_with(&self, &mut [("steps", Some(steps))])
+    }
+}
+
+impl ValidateResponse {
+    /// This response as `serde_json::to_value` writes it, with its plan moved into place
+    /// rather than copied (see [`Plan::into_value`]).
+    pub fn into_value(mut self) -> Value {
+        let plan = self.plan.as_mut().map(|p| {
+            let placeholder = Plan { steps: Vec::new(), max_risk: String::new(), max_risk_hints: p.max_risk_hints };
+            std::mem::replace(p, placeholder).into_value()
+        });
+        written_with(&self, &mut [("plan", plan)])
+    }
 }

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::declaration::TraceLevel;
+use super::moved::written_with;
 use super::outcome::Outcome;
 
 /// Deserialize an optional "any" member so that a present `null` stays `Some(Value::Null)`:
@@ -50,6 +51,16 @@ pub struct TraceStep {
 }
 
 impl TraceStep {
+    /// This step as `serde_json::to_value` writes it, with its id, input and output moved into
+    /// place rather than copied (see [`super::moved`]).
+    pub fn into_value(mut self) -> Value {
+        let id = std::mem::take(&mut self.id);
+        // Null placeholders keep the members (and their order) that the moved values fill.
+        let input = self.input.as_mut().map(std::mem::take);
+        let output = self.output.as_mut().map(std::mem::take);
+        written_with(&self, &mut [("id", Some(Value::String(id))), ("input", input), ("output", output)])
+    }
+
     /// Whether this is a control-flow entry (it carries decisions).
     pub fn is_control_flow(&self) -> bool {
         self.decisions.is_some()
@@ -68,6 +79,23 @@ pub struct Trace {
     /// Informative statistics.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stats: Option<Value>,
+}
+
+impl Trace {
+    /// This trace as `serde_json::to_value` writes it, its steps moved into place (see
+    /// [`TraceStep::into_value`]).
+    pub fn into_value(mut self) -> Value {
+        let steps = std::mem::take(&mut self.steps);
+        let steps = Value::Array(steps.into_iter().map(TraceStep::into_value).collect());
+        written_with(&self, &mut [("steps", Some(steps))])
+    }
+
+    /// Takes this trace out as its value (see [`Trace::into_value`]), leaving an empty trace of
+    /// the same level that keeps its member's place in a response.
+    pub(crate) fn take_value(&mut self) -> Value {
+        let placeholder = Trace { run_id: String::new(), level: self.level, steps: Vec::new(), stats: None };
+        std::mem::replace(self, placeholder).into_value()
+    }
 }
 
 /// The wire form of [`TraceLevel`].
@@ -141,4 +169,14 @@ pub struct TraceFetchResponse {
     /// Optional prose (only with `trace_fetch.narrate`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub narration: Option<String>,
+}
+
+impl TraceFetchResponse {
+    /// This response as `serde_json::to_value` writes it, with its output and its trace moved
+    /// into place rather than copied (see [`Trace::into_value`]).
+    pub fn into_value(mut self) -> Value {
+        let output = self.output.as_mut().map(std::mem::take);
+        let trace = Some(self.trace.take_value());
+        written_with(&self, &mut [("output", output), ("trace", trace)])
+    }
 }

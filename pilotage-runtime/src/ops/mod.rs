@@ -188,6 +188,18 @@ impl Reply {
         }
     }
 
+    /// `ok` summarised by `text` and turned into its value by `into` (a response that moves
+    /// its values into place), or the request error.
+    pub fn moved<T>(r: OpResult<T>, text: impl FnOnce(&T) -> String, into: impl FnOnce(T) -> Value) -> Reply {
+        match r {
+            Ok(v) => {
+                let text = text(&v);
+                Reply { structured: into(v), text, is_error: false }
+            }
+            Err(e) => Reply::error(e),
+        }
+    }
+
     /// A request error.
     pub fn error(e: RequestError) -> Reply {
         Reply {
@@ -199,13 +211,7 @@ impl Reply {
 
     /// `ok` summarised by `text`, or the request error.
     pub fn of<T: Serialize>(r: OpResult<T>, text: impl FnOnce(&T) -> String) -> Reply {
-        match r {
-            Ok(v) => {
-                let t = text(&v);
-                Reply::value(&v, t)
-            }
-            Err(e) => Reply::error(e),
-        }
+        Reply::moved(r, text, |v| serde_json::to_value(&v).unwrap_or(Value::Null))
     }
 }
 

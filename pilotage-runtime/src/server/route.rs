@@ -11,6 +11,9 @@ use serde_json::Value;
 use super::tools::{Route, Stage};
 use super::Shared;
 use crate::model::errors::RequestError;
+use crate::model::execution::ExecuteResponse;
+use crate::model::plan::ValidateResponse;
+use crate::model::trace::TraceFetchResponse;
 use crate::ops::watch::Watch;
 use crate::ops::{self, Args, Ctx, LoopArgs, OpResult, Reply};
 use crate::state::session::Session;
@@ -53,17 +56,21 @@ pub(super) async fn call(
                 let args = LoopArgs::take(args, shared.langs[l].spec.program_argument);
                 match stage {
                     Stage::Validate => {
-                        Reply::of(ops::validate::validate(ctx(l), args).await, ops::validate::summary)
+                        let validated = ops::validate::validate(ctx(l), args).await;
+                        Reply::moved(validated, ops::validate::summary, ValidateResponse::into_value)
                     }
                     Stage::Execute => {
-                        Reply::of(ops::execute::execute(ctx(l), args, watch).await, ops::execute::summary)
+                        let executed = ops::execute::execute(ctx(l), args, watch).await;
+                        Reply::moved(executed, ops::execute::summary, ExecuteResponse::into_value)
                     }
                 }
             }
         },
-        Route::Trace(l) => Reply::of(ops::trace_fetch::trace_fetch(ctx(*l), &args).await, |v| {
-            format!("run {}: {}", v.run_id, v.outcome.status())
-        }),
+        Route::Trace(l) => {
+            let fetched = ops::trace_fetch::trace_fetch(ctx(*l), &args).await;
+            let text = |v: &TraceFetchResponse| format!("run {}: {}", v.run_id, v.outcome.status());
+            Reply::moved(fetched, text, TraceFetchResponse::into_value)
+        }
         Route::Promote(l) => {
             let args = LoopArgs::take(args, shared.langs[*l].spec.program_argument);
             ops::promote::promote(ctx(*l), args).await
