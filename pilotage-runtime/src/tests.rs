@@ -830,9 +830,9 @@ mod moved_responses {
 
     use crate::model::diagnostic::{Diagnostic, Severity};
     use crate::model::execution::ExecuteResponse;
+    use crate::model::outcome::Outcome;
     use crate::model::plan::{Plan, PlanStep, ValidateResponse};
     use crate::model::risk::RiskHints;
-    use crate::model::outcome::Outcome;
     use crate::model::trace::{Decision, Trace, TraceFetchResponse, TraceLevelWire, TraceStep};
 
     /// Every combination of a step's optional members, present `null`s among them.
@@ -939,7 +939,9 @@ mod moved_responses {
             Some(Plan { steps: plan_steps(), max_risk: "write".into(), max_risk_hints: RiskHints::WRITE }),
         ];
         for plan in plans {
-            for (catalog_version, references) in [(None, None), (Some("cv_1".to_owned()), Some(vec!["e1".to_owned()]))] {
+            for (catalog_version, references) in
+                [(None, None), (Some("cv_1".to_owned()), Some(vec!["e1".to_owned()]))]
+            {
                 let diagnostics = vec![Diagnostic::new(Severity::Warning, "constraint", "/a", "hm")];
                 let r = ValidateResponse {
                     valid: plan.is_some(),

@@ -36,4 +36,3 @@ impl ExecuteResponse {
         super::moved::written_with(&self, &mut [("output", output), ("trace", trace)])
     }
 }
-

@@ -27,4 +27,3 @@ pub(crate) fn written_with<T: Serialize>(value: &T, moved: &mut [(&str, Option<V
     }
     written
 }
-

@@ -138,7 +138,8 @@ impl ValidateResponse {
     /// rather than copied (see [`Plan::into_value`]).
     pub fn into_value(mut self) -> Value {
         let plan = self.plan.as_mut().map(|p| {
-            let placeholder = Plan { steps: Vec::new(), max_risk: String::new(), max_risk_hints: p.max_risk_hints };
+            let placeholder =
+                Plan { steps: Vec::new(), max_risk: String::new(), max_risk_hints: p.max_risk_hints };
             std::mem::replace(p, placeholder).into_value()
         });
         written_with(&self, &mut [("plan", plan)])
