@@ -32,7 +32,11 @@ impl ExecuteResponse {
     /// into place rather than copied (see [`Trace::into_value`]).
     pub fn into_value(mut self) -> Value {
         let output = self.output.as_mut().map(std::mem::take);
-        let trace = self.trace.as_mut().map(Trace::take_value);
-        super::moved::written_with(&self, &mut [("output", output), ("trace", trace)])
+        let trace = self.trace.take().map(Trace::into_value);
+        let mut written = super::moved::written_with(&self, &mut [("output", output)]);
+        if let Some(trace) = trace {
+            super::moved::insert_before(&mut written, "trace", trace, &[]);
+        }
+        written
     }
 }

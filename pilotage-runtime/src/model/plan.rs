@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::closed_sets::RiskLevel;
 use super::diagnostic::Diagnostic;
-use super::moved::written_with;
+use super::moved::{insert_before, written_with};
 use super::risk::RiskHints;
 
 /// The `{branch, label}` of a step inside a branch arm.
@@ -137,11 +137,11 @@ impl ValidateResponse {
     /// This response as `serde_json::to_value` writes it, with its plan moved into place
     /// rather than copied (see [`Plan::into_value`]).
     pub fn into_value(mut self) -> Value {
-        let plan = self.plan.as_mut().map(|p| {
-            let placeholder =
-                Plan { steps: Vec::new(), max_risk: String::new(), max_risk_hints: p.max_risk_hints };
-            std::mem::replace(p, placeholder).into_value()
-        });
-        written_with(&self, &mut [("plan", plan)])
+        let plan = self.plan.take().map(Plan::into_value);
+        let mut written = written_with(&self, &mut []);
+        if let Some(plan) = plan {
+            insert_before(&mut written, "plan", plan, &["references"]);
+        }
+        written
     }
 }
