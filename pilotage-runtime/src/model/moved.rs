@@ -6,8 +6,9 @@
 //! that keep the members and their order; [`written_with`] serialises the rest with the type's
 //! own `Serialize` and puts the taken values back where the placeholders are. An optional
 //! member whose placeholder would cost as much as the member (a plan, a trace) is taken out
-//! whole and put back by [`insert_before`]. So the fields and their names stay the derive's, and a test per type holds the value equal,
-//! byte for byte, to the one `serde_json::to_value` writes (`tests.rs`, `moved_responses`).
+//! whole and put back by [`insert_before`]. So the fields and their names stay the derive's,
+//! and a test per type holds the value equal, byte for byte, to the one
+//! `serde_json::to_value` writes (`tests.rs`, `moved_responses`).
 
 use serde::Serialize;
 use serde_json::Value;

@@ -44,27 +44,29 @@ pub struct PlanStep {
 impl PlanStep {
     /// A plan step with risk level `risk`.
     pub fn new<R: RiskLevel>(id: impl Into<String>, risk: R) -> Self {
+        PlanStep::with(id.into(), risk.wire().to_owned(), risk)
+    }
+
+    /// A step of `id` whose risk's wire name `risk_name` is already written.
+    fn with<R: RiskLevel>(id: String, risk_name: String, risk: R) -> Self {
         PlanStep {
-            id: id.into(),
+            id,
             calls: None,
             arm: None,
             in_loop: None,
-            risk: risk.wire().to_owned(),
+            risk: risk_name,
             risk_hints: risk.hints(),
             rank: risk.rank(),
         }
     }
     /// Makes this step what [`PlanStep::new`] makes, reusing its strings' memory.
     pub(crate) fn reset<R: RiskLevel>(&mut self, id: &str, risk: R) {
-        self.id.clear();
-        self.id.push_str(id);
-        self.risk.clear();
-        self.risk.push_str(risk.wire());
-        self.calls = None;
-        self.arm = None;
-        self.in_loop = None;
-        self.risk_hints = risk.hints();
-        self.rank = risk.rank();
+        let (mut new_id, mut risk_name) = (std::mem::take(&mut self.id), std::mem::take(&mut self.risk));
+        new_id.clear();
+        new_id.push_str(id);
+        risk_name.clear();
+        risk_name.push_str(risk.wire());
+        *self = PlanStep::with(new_id, risk_name, risk);
     }
 
     /// The entry this step invokes.

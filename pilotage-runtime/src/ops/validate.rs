@@ -23,10 +23,9 @@ use crate::state::verdicts::{VerdictKey, Verdicts};
 /// Language keeps a revalidation cache.
 pub(crate) async fn validate(ctx: Ctx<'_>, args: LoopArgs) -> OpResult<ValidateResponse> {
     let program = args.program.unwrap_or_else(|| Arc::new(Value::Null));
-    let verdict = run_validation(ctx, ctx.snapshot().await?, &program, args.context.as_ref()).await?;
+    let (verdict, planned) = judge(ctx, ctx.snapshot().await?, &program, args.context.as_ref(), true).await?;
     if verdict.valid {
         let version = verdict.catalog_version.as_deref();
-        let planned = verdict.plan.as_ref().map(|p| p.steps.len());
         remember(cached(ctx, &program, args.context.as_deref(), version), planned);
     }
     Ok(verdict)
@@ -62,7 +61,7 @@ pub(crate) fn summary(v: &ValidateResponse) -> String {
     }
 }
 
-/// Validate exactly as the validate tool does (also the promote tool's check): bounds first,
+/// Validate exactly as the validate tool does (the promote tool's check): bounds first,
 /// context checks, the bounded engine call, then the derivations against `snapshot`.
 pub(crate) async fn run_validation(
     ctx: Ctx<'_>,
