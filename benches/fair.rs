@@ -23,6 +23,9 @@
 //! in one HTTP round, default 1.5) tune it; `FAIR_HTTP=0` measures in process only, `FAIR_ONLY=execute` only the paths
 //! whose label contains `execute`, and `FAIR_INLINE=1` runs pilotage with
 //! `Limits::isolate_validation = false`, `FAIR_CACHE=N` with `Limits::revalidation_cache = N`.
+//! `FAIR_ALLOC=mimalloc` runs both sides (and the load generator) on mimalloc instead of the
+//! system allocator, and `FAIR_THREADS=1` prints each HTTP window's server CPU per call by
+//! thread group (async workers, pilotage's engine threads), with its context switches.
 //! `FAIR_PROFILE=pilotage` (or `hand`) runs one side alone
 //! in process for `FAIR_SECONDS` (default 5) per path, to run under a profiler. `cargo bench
 //! --bench fair`; never a timed assertion.
@@ -40,6 +43,57 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde::Serialize;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+/// The allocator both sides run on: the system's, or mimalloc with `FAIR_ALLOC=mimalloc`
+/// (read from the environment without allocating, at the first allocation).
+struct Chosen;
+
+#[global_allocator]
+static ALLOCATOR: Chosen = Chosen;
+
+/// 0: not read yet, 1: the system's, 2: mimalloc.
+static CHOSEN: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+impl Chosen {
+    fn mimalloc() -> bool {
+        match CHOSEN.load(Ordering::Relaxed) {
+            0 => {
+                // SAFETY: getenv with a NUL-terminated name; the value is read before any
+                // thread could change the environment (no thread of this program does).
+                let value = unsafe { libc::getenv(c"FAIR_ALLOC".as_ptr()) };
+                let chosen = !value.is_null() && unsafe { std::ffi::CStr::from_ptr(value) } == c"mimalloc";
+                CHOSEN.store(if chosen { 2 } else { 1 }, Ordering::Relaxed);
+                chosen
+            }
+            n => n == 2,
+        }
+    }
+}
+
+/// The allocator chosen for the process.
+fn chosen() -> &'static dyn std::alloc::GlobalAlloc {
+    if Chosen::mimalloc() {
+        &mimalloc::MiMalloc
+    } else {
+        &std::alloc::System
+    }
+}
+
+// SAFETY: every call goes to the one allocator chosen once for the whole process.
+unsafe impl std::alloc::GlobalAlloc for Chosen {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        unsafe { chosen().alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        unsafe { chosen().dealloc(ptr, layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        unsafe { chosen().alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        unsafe { chosen().realloc(ptr, layout, new_size) }
+    }
+}
 
 #[derive(Clone, Copy, pilotage::Codes)]
 enum StepCode {
@@ -522,6 +576,47 @@ impl Drop for Child {
     }
 }
 
+/// The threads of process `pid` (Linux; none elsewhere).
+fn thread_stats(pid: u32) -> Threads {
+    let mut threads = std::collections::HashMap::new();
+    for entry in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
+        let path = entry.path();
+        let name = std::fs::read_to_string(path.join("comm")).unwrap_or_default().trim().to_owned();
+        let status = std::fs::read_to_string(path.join("status")).unwrap_or_default();
+        let field = |key: &str| {
+            let line = status.lines().find(|l| l.starts_with(key));
+            line.and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok()).unwrap_or(0.0)
+        };
+        let cpu = cpu_seconds(&path.join("stat").to_string_lossy());
+        let switches = (field("voluntary_ctxt_switches"), field("nonvoluntary_ctxt_switches"));
+        threads.insert(entry.file_name().to_string_lossy().into_owned(), (name, cpu, switches.0, switches.1));
+    }
+    threads
+}
+
+/// Each thread of a process by id: its name, CPU seconds, voluntary and involuntary context
+/// switches.
+type Threads = std::collections::HashMap<String, (String, f64, f64, f64)>;
+
+/// Per call between two [`thread_stats`]: CPU and context switches of each group of threads
+/// named alike (digits dropped), with the group's size.
+fn thread_groups(before: &Threads, after: &Threads, calls: f64) -> String {
+    let mut groups: std::collections::BTreeMap<String, (f64, f64, f64, usize)> = Default::default();
+    for (tid, (name, cpu, voluntary, involuntary)) in after {
+        let (c0, v0, i0) = before.get(tid).map_or((0.0, 0.0, 0.0), |t| (t.1, t.2, t.3));
+        let group = groups.entry(name.chars().filter(|c| !c.is_ascii_digit()).collect()).or_default();
+        *group = (group.0 + cpu - c0, group.1 + voluntary - v0, group.2 + involuntary - i0, group.3 + 1);
+    }
+    let shown = groups.iter().filter(|(_, g)| g.0 > 0.0 || g.1 > 0.0);
+    let parts: Vec<String> = shown
+        .map(|(name, g)| {
+            let per = |x: f64| x / calls.max(1.0);
+            format!("{name} x{}: {:.0} µs, {:.2} + {:.2} switches", g.3, per(g.0) * 1e6, per(g.1), per(g.2))
+        })
+        .collect();
+    parts.join(" | ")
+}
+
 /// User plus system CPU seconds from a `/proc/.../stat` file (Linux; 0 elsewhere).
 fn cpu_seconds(stat: &str) -> f64 {
     let text = std::fs::read_to_string(stat).unwrap_or_default();
@@ -601,6 +696,7 @@ impl Loaded {
     async fn load(&self, body: &Arc<String>, seconds: f64) -> (f64, f64, f64) {
         let (stop, done) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)));
         let (own0, server0) = (cpu_seconds("/proc/self/stat"), self.child.cpu_seconds());
+        let threads0 = thread_stats(self.child.child.id());
         let start = Instant::now();
         let tasks: Vec<_> = self
             .sessions
@@ -622,6 +718,16 @@ impl Loaded {
         }
         let elapsed = start.elapsed().as_secs_f64();
         let (own, server) = (cpu_seconds("/proc/self/stat") - own0, self.child.cpu_seconds() - server0);
+        let calls = done.load(Ordering::Relaxed) as f64;
+        if env_or("FAIR_THREADS", 0) == 1 {
+            let groups = thread_groups(&threads0, &thread_stats(self.child.child.id()), calls);
+            eprintln!(
+                "server {}: {:.0} calls/s, {:.0} µs CPU per call | {groups}",
+                self.child.child.id(),
+                calls / elapsed,
+                server * 1e6 / calls
+            );
+        }
         (done.load(Ordering::Relaxed) as f64 / elapsed, own, server)
     }
 }
