@@ -45,7 +45,7 @@ use serde::Serialize;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 /// The allocator both sides run on: the system's, or mimalloc with `FAIR_ALLOC=mimalloc`
-/// (read from the environment without allocating, at the first allocation).
+/// (see [`chosen`]).
 struct Chosen;
 
 #[global_allocator]
@@ -54,25 +54,19 @@ static ALLOCATOR: Chosen = Chosen;
 /// 0: not read yet, 1: the system's, 2: mimalloc.
 static CHOSEN: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
 
-impl Chosen {
-    fn mimalloc() -> bool {
-        match CHOSEN.load(Ordering::Relaxed) {
-            0 => {
-                // SAFETY: getenv with a NUL-terminated name; the value is read before any
-                // thread could change the environment (no thread of this program does).
-                let value = unsafe { libc::getenv(c"FAIR_ALLOC".as_ptr()) };
-                let chosen = !value.is_null() && unsafe { std::ffi::CStr::from_ptr(value) } == c"mimalloc";
-                CHOSEN.store(if chosen { 2 } else { 1 }, Ordering::Relaxed);
-                chosen
-            }
-            n => n == 2,
-        }
-    }
-}
-
-/// The allocator chosen for the process.
+/// The allocator chosen for the process, read from the environment at the first allocation
+/// without allocating.
 fn chosen() -> &'static dyn std::alloc::GlobalAlloc {
-    if Chosen::mimalloc() {
+    let mut choice = CHOSEN.load(Ordering::Relaxed);
+    if choice == 0 {
+        // SAFETY: getenv with a NUL-terminated name; no thread of this program changes the
+        // environment.
+        let value = unsafe { libc::getenv(c"FAIR_ALLOC".as_ptr()) };
+        let mimalloc = !value.is_null() && unsafe { std::ffi::CStr::from_ptr(value) } == c"mimalloc";
+        choice = if mimalloc { 2 } else { 1 };
+        CHOSEN.store(choice, Ordering::Relaxed);
+    }
+    if choice == 2 {
         &mimalloc::MiMalloc
     } else {
         &std::alloc::System
@@ -576,9 +570,29 @@ impl Drop for Child {
     }
 }
 
+/// One thread's (or one group of threads') CPU seconds and context switches.
+#[derive(Clone, Copy, Default)]
+struct ThreadUse {
+    cpu: f64,
+    voluntary: f64,
+    involuntary: f64,
+}
+
+impl ThreadUse {
+    /// What was used between `before` and `self`, added to `self` (for groups).
+    fn add_since(&mut self, now: ThreadUse, before: ThreadUse) {
+        self.cpu += now.cpu - before.cpu;
+        self.voluntary += now.voluntary - before.voluntary;
+        self.involuntary += now.involuntary - before.involuntary;
+    }
+}
+
+/// Each thread of a process by id: its name and use so far.
+type Threads = std::collections::HashMap<String, (String, ThreadUse)>;
+
 /// The threads of process `pid` (Linux; none elsewhere).
 fn thread_stats(pid: u32) -> Threads {
-    let mut threads = std::collections::HashMap::new();
+    let mut threads = Threads::new();
     for entry in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
         let path = entry.path();
         let name = std::fs::read_to_string(path.join("comm")).unwrap_or_default().trim().to_owned();
@@ -587,31 +601,32 @@ fn thread_stats(pid: u32) -> Threads {
             let line = status.lines().find(|l| l.starts_with(key));
             line.and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok()).unwrap_or(0.0)
         };
-        let cpu = cpu_seconds(&path.join("stat").to_string_lossy());
-        let switches = (field("voluntary_ctxt_switches"), field("nonvoluntary_ctxt_switches"));
-        threads.insert(entry.file_name().to_string_lossy().into_owned(), (name, cpu, switches.0, switches.1));
+        let used = ThreadUse {
+            cpu: cpu_seconds(&path.join("stat").to_string_lossy()),
+            voluntary: field("voluntary_ctxt_switches"),
+            involuntary: field("nonvoluntary_ctxt_switches"),
+        };
+        threads.insert(entry.file_name().to_string_lossy().into_owned(), (name, used));
     }
     threads
 }
 
-/// Each thread of a process by id: its name, CPU seconds, voluntary and involuntary context
-/// switches.
-type Threads = std::collections::HashMap<String, (String, f64, f64, f64)>;
-
 /// Per call between two [`thread_stats`]: CPU and context switches of each group of threads
 /// named alike (digits dropped), with the group's size.
 fn thread_groups(before: &Threads, after: &Threads, calls: f64) -> String {
-    let mut groups: std::collections::BTreeMap<String, (f64, f64, f64, usize)> = Default::default();
-    for (tid, (name, cpu, voluntary, involuntary)) in after {
-        let (c0, v0, i0) = before.get(tid).map_or((0.0, 0.0, 0.0), |t| (t.1, t.2, t.3));
+    let mut groups: std::collections::BTreeMap<String, (ThreadUse, usize)> = Default::default();
+    for (tid, (name, now)) in after {
+        let then = before.get(tid).map_or_else(ThreadUse::default, |t| t.1);
         let group = groups.entry(name.chars().filter(|c| !c.is_ascii_digit()).collect()).or_default();
-        *group = (group.0 + cpu - c0, group.1 + voluntary - v0, group.2 + involuntary - i0, group.3 + 1);
+        group.0.add_since(*now, then);
+        group.1 += 1;
     }
-    let shown = groups.iter().filter(|(_, g)| g.0 > 0.0 || g.1 > 0.0);
+    let per = |x: f64| x / calls.max(1.0);
+    let shown = groups.iter().filter(|(_, (used, _))| used.cpu > 0.0 || used.voluntary > 0.0);
     let parts: Vec<String> = shown
-        .map(|(name, g)| {
-            let per = |x: f64| x / calls.max(1.0);
-            format!("{name} x{}: {:.0} µs, {:.2} + {:.2} switches", g.3, per(g.0) * 1e6, per(g.1), per(g.2))
+        .map(|(name, (u, n))| {
+            let (cpu, voluntary, involuntary) = (per(u.cpu) * 1e6, per(u.voluntary), per(u.involuntary));
+            format!("{name} x{n}: {cpu:.0} µs, {voluntary:.2} + {involuntary:.2} switches")
         })
         .collect();
     parts.join(" | ")
@@ -696,7 +711,7 @@ impl Loaded {
     async fn load(&self, body: &Arc<String>, seconds: f64) -> (f64, f64, f64) {
         let (stop, done) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)));
         let (own0, server0) = (cpu_seconds("/proc/self/stat"), self.child.cpu_seconds());
-        let threads0 = thread_stats(self.child.child.id());
+        let threads0 = (env_or("FAIR_THREADS", 0) == 1).then(|| thread_stats(self.child.child.id()));
         let start = Instant::now();
         let tasks: Vec<_> = self
             .sessions
@@ -719,7 +734,7 @@ impl Loaded {
         let elapsed = start.elapsed().as_secs_f64();
         let (own, server) = (cpu_seconds("/proc/self/stat") - own0, self.child.cpu_seconds() - server0);
         let calls = done.load(Ordering::Relaxed) as f64;
-        if env_or("FAIR_THREADS", 0) == 1 {
+        if let Some(threads0) = threads0 {
             let groups = thread_groups(&threads0, &thread_stats(self.child.child.id()), calls);
             eprintln!(
                 "server {}: {:.0} calls/s, {:.0} µs CPU per call | {groups}",
@@ -728,7 +743,7 @@ impl Loaded {
                 server * 1e6 / calls
             );
         }
-        (done.load(Ordering::Relaxed) as f64 / elapsed, own, server)
+        (calls / elapsed, own, server)
     }
 }
 
