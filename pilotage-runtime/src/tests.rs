@@ -722,7 +722,7 @@ async fn sqlite_store_purges_expired_runs_and_keys() {
     for (k, keep) in [("k", std::time::Duration::ZERO), ("k2", hour)] {
         let key = KeyRef { owner: "o", language: "l/v1", key: k };
         let Claimed::Fresh(token) = store.claim_key(key, "f", hour).await.unwrap() else { panic!("fresh") };
-        store.record_key(key, &token, &json!({}), keep).await.unwrap();
+        store.record_key(key, &token, &json!({}), keep, None).await.unwrap();
     }
     assert_eq!(store.purge_expired().await.unwrap(), 2, "one run and one key had expired");
     let k2 = KeyRef { owner: "o", language: "l/v1", key: "k2" };

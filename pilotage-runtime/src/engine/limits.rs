@@ -41,6 +41,10 @@ pub struct Limits {
     /// How long an idempotency key is remembered when the Language's retention is not an ISO
     /// 8601 duration (under a duration, the key lives exactly as long as the Run's record).
     pub idempotency_window: Duration,
+    /// Longest an execute waits for the state store to keep a started Run's record and its
+    /// idempotency key (retries included); past it the caller is told the Run's record was not
+    /// kept (`internal`), never `success` with an id that does not resolve.
+    pub store_time: Duration,
     /// Diagnostics one validate response carries; past it the rest are counted and a last
     /// `constraint` diagnostic says how many were left out.
     pub max_diagnostics: usize,
@@ -71,8 +75,8 @@ impl Default for Limits {
     /// 2 s to validate, 10 s to execute, 10 s for any other engine call, 10 000 steps, 1 MiB
     /// programs, depth 64, 16 MiB per engine call, 1 000 diagnostics, 1 000 retained runs and
     /// 16 MiB of them per session and Language, 256 promoted programs per caller and Language,
-    /// idempotency keys for 24 h, isolated validation, no revalidation cache, 8 running tasks
-    /// per caller and task records for 1 h.
+    /// idempotency keys for 24 h, 10 s to keep a Run's record, isolated validation, no
+    /// revalidation cache, 8 running tasks per caller and task records for 1 h.
     fn default() -> Self {
         Limits {
             validate_time: Duration::from_secs(2),
@@ -85,6 +89,7 @@ impl Default for Limits {
             max_diagnostics: 1_000,
             max_retained_runs: 1_000,
             idempotency_window: Duration::from_secs(24 * 3600),
+            store_time: Duration::from_secs(10),
             max_retained_bytes: 16 << 20,
             max_promotions: 256,
             isolate_validation: true,

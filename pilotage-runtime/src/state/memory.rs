@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::catalog_history::changes_between;
 use super::runs::{MemoryRunStore, RunRecord};
-use super::shared::{Claimed, KeyRef, SharedState, StoreResult, Stored, HISTORY_DEPTH};
+use super::shared::{Claimed, KeptRun, KeyRef, SharedState, StoreResult, Stored, Tenure, HISTORY_DEPTH};
 use super::tasks::{now_ms, TaskRecord};
 use crate::engine::catalog::CatalogSnapshot;
 use crate::model::catalog::ChangeKind;
@@ -24,9 +24,14 @@ pub const MAX_MEMORY_KEYS: usize = 65_536;
 /// [`Limits::max_live_tasks`](crate::engine::Limits::max_live_tasks)).
 pub const MAX_MEMORY_TASKS: usize = 65_536;
 
+/// How long past its lease a pending claim is kept: every claimant of a [`MemoryState`] lives
+/// in this process and gives its claim back when it ends, so a lapsed lease means a claimant
+/// held up, not a dead one.
+pub const MEMORY_CLAIM_GRACE: Duration = Duration::from_secs(60);
+
 enum Slot {
     Pending { fingerprint: String, token: String, until: Instant },
-    Done { fingerprint: String, response: Arc<Value>, until: Instant },
+    Done { fingerprint: String, token: String, response: Arc<Value>, until: Instant },
 }
 
 impl Slot {
@@ -149,8 +154,12 @@ impl SharedState for MemoryState {
         let k = (key.owner.to_owned(), key.language.to_owned(), key.key.to_owned());
         let mut slots = lock(&self.keys);
         let now = Instant::now();
+        let live = |s: &Slot| match s {
+            Slot::Pending { until, .. } => until.checked_add(MEMORY_CLAIM_GRACE).map_or(true, |u| u > now),
+            Slot::Done { until, .. } => *until > now,
+        };
         match slots.get(&k) {
-            Some(s) if s.until() > now => {
+            Some(s) if live(s) => {
                 return Ok(match s {
                     Slot::Pending { fingerprint: f, .. } if f == fingerprint => Claimed::Pending,
                     Slot::Done { fingerprint: f, response, .. } if f == fingerprint => {
@@ -169,26 +178,42 @@ impl SharedState for MemoryState {
         Ok(Claimed::Fresh(token))
     }
 
+    async fn renew_key(&self, key: KeyRef<'_>, token: &str, lease: Duration) -> StoreResult<Tenure> {
+        let k = (key.owner.to_owned(), key.language.to_owned(), key.key.to_owned());
+        let mut slots = lock(&self.keys);
+        match slots.get_mut(&k) {
+            Some(Slot::Pending { token: t, until, .. }) if t == token => {
+                *until = later(lease);
+                Ok(Tenure::Held)
+            }
+            _ => Ok(Tenure::Lost),
+        }
+    }
+
+    /// The key and the run are written under the keys' lock, the run first: a claim that
+    /// looks up the key sees the response only once the run it names is kept.
     async fn record_key(
         &self,
         key: KeyRef<'_>,
         token: &str,
         response: &Value,
         keep_for: Duration,
-    ) -> StoreResult<()> {
+        run: Option<KeptRun<'_>>,
+    ) -> StoreResult<Tenure> {
         let k = (key.owner.to_owned(), key.language.to_owned(), key.key.to_owned());
         let mut slots = lock(&self.keys);
-        if let Some(Slot::Pending { fingerprint, token: t, .. }) = slots.get(&k) {
-            if t == token {
-                let slot = Slot::Done {
-                    fingerprint: fingerprint.clone(),
-                    response: Arc::new(response.clone()),
-                    until: later(keep_for),
-                };
-                slots.insert(k, slot);
-            }
+        let fingerprint = match slots.get(&k) {
+            Some(Slot::Pending { fingerprint, token: t, .. }) if t == token => fingerprint.clone(),
+            Some(Slot::Done { token: t, .. }) if t == token => return Ok(Tenure::Held),
+            _ => return Ok(Tenure::Lost),
+        };
+        if let Some(run) = run {
+            self.runs.put(run.record.clone(), run.keep_for).map_err(super::shared::StoreError)?;
         }
-        Ok(())
+        let (token, response) = (token.to_owned(), Arc::new(response.clone()));
+        let slot = Slot::Done { fingerprint, token, response, until: later(keep_for) };
+        slots.insert(k, slot);
+        Ok(Tenure::Held)
     }
 
     async fn release_key(&self, key: KeyRef<'_>, token: &str) -> StoreResult<()> {

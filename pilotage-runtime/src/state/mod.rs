@@ -25,7 +25,9 @@ pub use self::memory::MemoryState;
 #[cfg(feature = "postgres")]
 pub use self::postgres::PostgresState;
 pub use self::runs::{MemoryRunStore, RunRecord};
-pub use self::shared::{Claimed, KeyRef, SharedState, StoreError, StoreResult, Stored, HISTORY_DEPTH};
+pub use self::shared::{
+    Claimed, KeptRun, KeyRef, SharedState, StoreError, StoreResult, Stored, Tenure, HISTORY_DEPTH,
+};
 #[cfg(feature = "sqlite")]
 pub use self::sqlite::SqliteState;
 pub use self::tasks::{TaskRecord, TaskState};

@@ -15,12 +15,17 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use serde_json::Value;
 use tokio_postgres::NoTls;
 
+mod keys;
+mod sql;
+
+use self::keys::Liveness;
+use self::sql::{err, ms, LATER};
 use super::catalog_history::{
     chain_path, changes_along, compose, pair_key, to_remember, CatalogDelta, DigestList, Found, Previous,
     RecentSnapshots, Remembered, UNUSED_DELTAS, UNUSED_LISTS,
 };
 use super::runs::RunRecord;
-use super::shared::{Claimed, KeyRef, SharedState, StoreError, StoreResult, Stored, HISTORY_DEPTH};
+use super::shared::{Claimed, KeptRun, KeyRef, SharedState, StoreResult, Stored, Tenure, HISTORY_DEPTH};
 use super::tasks::TaskRecord;
 use crate::engine::catalog::CatalogSnapshot;
 use crate::model::catalog::ChangeKind;
@@ -34,6 +39,11 @@ pub struct PostgresOptions {
     pub wait: Duration,
     /// Longest one statement may run (PostgreSQL's `statement_timeout`); default 5 s.
     pub statement_timeout: Duration,
+    /// How long past its lease an idempotency claim is kept for a claimant whose process
+    /// still lives (its liveness connection is open) but cannot renew it (a locked table,
+    /// revoked privileges); default 60 s. A claim of a dead process is taken over as soon as
+    /// its lease lapses.
+    pub claim_grace: Duration,
 }
 
 impl Default for PostgresOptions {
@@ -42,6 +52,7 @@ impl Default for PostgresOptions {
             max_connections: 16,
             wait: Duration::from_secs(5),
             statement_timeout: Duration::from_secs(5),
+            claim_grace: Duration::from_secs(60),
         }
     }
 }
@@ -52,6 +63,8 @@ pub struct PostgresState {
     pool: Pool,
     writes: Arc<AtomicUsize>,
     recent: Arc<RecentSnapshots>,
+    liveness: Arc<Liveness>,
+    grace: Duration,
 }
 
 /// Writes between two purges of expired rows (by whichever replica counts to it).
@@ -61,7 +74,7 @@ pub const PURGE_EVERY: usize = 256;
 const MIGRATION_LOCK: i64 = 0x7069_6c6f_7461_6765; // "pilotage"
 
 /// The schema, one step per version.
-pub(crate) const MIGRATIONS: [&str; 3] = [
+pub(crate) const MIGRATIONS: [&str; 4] = [
     "
     CREATE TABLE pilotage_runs (
         run_id TEXT PRIMARY KEY, owner TEXT NOT NULL, record TEXT NOT NULL,
@@ -99,21 +112,11 @@ pub(crate) const MIGRATIONS: [&str; 3] = [
         language TEXT NOT NULL, lo TEXT NOT NULL, hi TEXT NOT NULL, delta BYTEA NOT NULL,
         PRIMARY KEY (language, lo, hi));
 ",
+    // A claim names its claimant's liveness backend (`postgres::keys`).
+    "
+    ALTER TABLE pilotage_keys ADD COLUMN holder_pid INTEGER, ADD COLUMN holder_start TIMESTAMPTZ;
+",
 ];
-
-fn err(e: impl std::error::Error) -> StoreError {
-    // tokio-postgres says only "db error" in its Display; the cause carries the message.
-    match e.source() {
-        Some(cause) => StoreError(format!("{e}: {cause}")),
-        None => StoreError::from_display(e),
-    }
-}
-
-/// A duration as whole milliseconds, at most a century (what an `interval` comfortably holds).
-fn ms(d: Duration) -> i64 {
-    const CENTURY_MS: i64 = 100 * 365 * 86_400_000;
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX).min(CENTURY_MS)
-}
 
 /// Hold the transaction's lock `what` (1: promotions, 2: catalogs) on one owner and Language,
 /// so one replica at a time changes them.
@@ -132,8 +135,6 @@ async fn lock_scope(
     .map_err(err)
 }
 
-const LATER: &str = "clock_timestamp() + $1::BIGINT * INTERVAL '1 millisecond'";
-
 impl PostgresState {
     /// Connect to `url` (`postgres://user@host:port/db`) with default options and apply the
     /// migrations this database has not seen.
@@ -149,6 +150,7 @@ impl PostgresState {
         let url_options = config.get_options().map(|o| format!("{o} ")).unwrap_or_default();
         config
             .options(format!("{url_options}-c statement_timeout={}", options.statement_timeout.as_millis()));
+        let liveness = Arc::new(Liveness::new(config.clone(), options.wait));
         let manager =
             Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let pool = Pool::builder(manager)
@@ -159,7 +161,8 @@ impl PostgresState {
             .recycle_timeout(Some(options.wait))
             .build()
             .map_err(err)?;
-        let state = PostgresState { pool, writes: Arc::default(), recent: Arc::default() };
+        let (writes, recent, grace) = (Arc::default(), Arc::default(), options.claim_grace);
+        let state = PostgresState { pool, writes, recent, liveness, grace };
         state.migrate().await?;
         Ok(state)
     }
@@ -204,51 +207,6 @@ impl PostgresState {
                 tracing::warn!(error = %e, "could not purge expired rows");
             }
         }
-    }
-
-    /// Claim once; `None` when the row expired between the two statements (claim again).
-    async fn claim_once(
-        &self,
-        k: KeyRef<'_>,
-        fingerprint: &str,
-        lease: Duration,
-    ) -> StoreResult<Option<Claimed>> {
-        let client = self.client().await?;
-        let token = uuid::Uuid::new_v4().simple().to_string();
-        let taken = client
-            .query_opt(
-                &format!(
-                    "INSERT INTO pilotage_keys AS k (owner, language, key, fingerprint, token, response, expires_at)
-                     VALUES ($2, $3, $4, $5, $6, NULL, {LATER})
-                     ON CONFLICT (owner, language, key) DO UPDATE
-                       SET fingerprint = EXCLUDED.fingerprint, token = EXCLUDED.token, response = NULL,
-                           expires_at = EXCLUDED.expires_at
-                       WHERE k.expires_at <= clock_timestamp()
-                     RETURNING token"
-                ),
-                &[&ms(lease), &k.owner, &k.language, &k.key, &fingerprint, &token],
-            )
-            .await
-            .map_err(err)?;
-        if taken.is_some() {
-            return Ok(Some(Claimed::Fresh(token)));
-        }
-        let held = client
-            .query_opt(
-                "SELECT fingerprint, response FROM pilotage_keys
-                 WHERE owner = $1 AND language = $2 AND key = $3 AND expires_at > clock_timestamp()",
-                &[&k.owner, &k.language, &k.key],
-            )
-            .await
-            .map_err(err)?;
-        Ok(held.map(|row| {
-            let (f, response): (String, Option<String>) = (row.get(0), row.get(1));
-            match response {
-                _ if f != fingerprint => Claimed::Conflict,
-                None => Claimed::Pending,
-                Some(text) => Claimed::Replay(serde_json::from_str(&text).unwrap_or(Value::Null)),
-            }
-        }))
     }
 }
 
@@ -479,12 +437,21 @@ impl SharedState for PostgresState {
 
     async fn claim_key(&self, key: KeyRef<'_>, fingerprint: &str, lease: Duration) -> StoreResult<Claimed> {
         self.count_write().await;
+        let holder = self.liveness.holder().await;
         for _ in 0..8 {
-            if let Some(claimed) = self.claim_once(key, fingerprint, lease).await? {
+            let client = self.client().await?;
+            if let Some(claimed) =
+                keys::claim_once(&client, key, fingerprint, (lease, self.grace), holder).await?
+            {
                 return Ok(claimed);
             }
         }
         Ok(Claimed::Pending)
+    }
+
+    async fn renew_key(&self, key: KeyRef<'_>, token: &str, lease: Duration) -> StoreResult<Tenure> {
+        let holder = self.liveness.holder().await;
+        keys::renew(&self.client().await?, key, token, lease, holder).await
     }
 
     async fn record_key(
@@ -493,32 +460,13 @@ impl SharedState for PostgresState {
         token: &str,
         response: &Value,
         keep_for: Duration,
-    ) -> StoreResult<()> {
-        self.client()
-            .await?
-            .execute(
-                &format!(
-                    "UPDATE pilotage_keys SET response = $6, expires_at = {LATER}
-                     WHERE owner = $2 AND language = $3 AND key = $4 AND token = $5 AND response IS NULL"
-                ),
-                &[&ms(keep_for), &key.owner, &key.language, &key.key, &token, &response.to_string()],
-            )
-            .await
-            .map(drop)
-            .map_err(err)
+        run: Option<KeptRun<'_>>,
+    ) -> StoreResult<Tenure> {
+        keys::record(&mut self.client().await?, (key, token), (response, keep_for), run).await
     }
 
     async fn release_key(&self, key: KeyRef<'_>, token: &str) -> StoreResult<()> {
-        self.client()
-            .await?
-            .execute(
-                "DELETE FROM pilotage_keys
-                 WHERE owner = $1 AND language = $2 AND key = $3 AND token = $4 AND response IS NULL",
-                &[&key.owner, &key.language, &key.key, &token],
-            )
-            .await
-            .map(drop)
-            .map_err(err)
+        keys::release(&self.client().await?, key, token).await
     }
 
     async fn put_promotion(

@@ -8,7 +8,8 @@
 //! - **idempotency claims**: a key is claimed atomically before anything executes, so
 //!   concurrent duplicates (on any replica) run once; the first Run's response is recorded for
 //!   the key's window; a claimant that never settles (a crashed replica) loses its claim when
-//!   its lease passes;
+//!   its lease passes, a lease its live claimant renews (a heartbeat) while the Run goes on;
+//!   the response is recorded in one atomic write with the Run's record;
 //! - **promoted programs**, immutable, per owner and Language, at most a given number;
 //! - **task records** (the MCP Tasks extension, beyond Pilotage 1.1), each kept for its TTL;
 //! - **catalog histories**: the versions served to an owner (the most recent [`HISTORY_DEPTH`]
@@ -78,6 +79,27 @@ pub enum Claimed {
     Conflict,
 }
 
+/// Whether a claim is still its claimant's, after [`SharedState::renew_key`] or
+/// [`SharedState::record_key`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tenure {
+    /// The claim is the caller's: renewed, or its response recorded (now, or already by an
+    /// earlier attempt of the same claim, so a retried write is idempotent).
+    Held,
+    /// Another request took the key over (the lease had lapsed): nothing was written.
+    Lost,
+}
+
+/// A run record to keep in the same write as an idempotency key's response, for `keep_for`:
+/// the key never replays a `run_id` whose record was not kept with it.
+#[derive(Debug, Clone, Copy)]
+pub struct KeptRun<'a> {
+    /// The record.
+    pub record: &'a RunRecord,
+    /// How long it is retrievable (as [`SharedState::put_run`]).
+    pub keep_for: Duration,
+}
+
 /// Whether a promotion is held after [`SharedState::put_promotion`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stored {
@@ -103,18 +125,30 @@ pub trait SharedState: Send + Sync + 'static {
     async fn get_run(&self, owner: &str, run_id: &str) -> StoreResult<Option<RunRecord>>;
 
     /// Claim `key` for a request whose runnable, input and mode hash to `fingerprint`; a
-    /// fresh claim lives for `lease` unless recorded or released first.
+    /// fresh claim lives for `lease` unless renewed ([`SharedState::renew_key`]), recorded or
+    /// released first. A lapsed claim is taken over only when the store cannot tell that its
+    /// claimant still lives (a backend shared by several processes may know more than the
+    /// lease: see `PostgresState`).
     async fn claim_key(&self, key: KeyRef<'_>, fingerprint: &str, lease: Duration) -> StoreResult<Claimed>;
 
-    /// Record the first Run's `response` under a claim of `token`, replayed for `keep_for`.
-    /// A claim that was lost (its lease passed and another request took it) is left alone.
+    /// Extend a live claim of `token` to `lease` from now (the claimant's heartbeat);
+    /// [`Tenure::Lost`] when another request holds the key now or it was recorded.
+    async fn renew_key(&self, key: KeyRef<'_>, token: &str, lease: Duration) -> StoreResult<Tenure>;
+
+    /// Record the first Run's `response` under a claim of `token`, replayed for `keep_for`,
+    /// and, in the same atomic write, the Run's record `run` where the Run is kept: either both
+    /// are stored or neither. Retrying after an unknown end (a lost connection) is safe: a
+    /// response this claim already recorded answers [`Tenure::Held`] and writes nothing again.
+    /// A claim that was lost (another request took the key over) writes nothing:
+    /// [`Tenure::Lost`].
     async fn record_key(
         &self,
         key: KeyRef<'_>,
         token: &str,
         response: &Value,
         keep_for: Duration,
-    ) -> StoreResult<()>;
+        run: Option<KeptRun<'_>>,
+    ) -> StoreResult<Tenure>;
 
     /// Release a claim of `token` that recorded nothing (the request was refused or failed),
     /// so a retry may run.

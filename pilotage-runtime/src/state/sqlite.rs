@@ -4,7 +4,7 @@
 //! restarts for as long as it is kept. Every call runs on the blocking pool, never on the async
 //! workers. Several replicas share state through `PostgresState` instead.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -13,12 +13,18 @@ use std::time::Duration;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde_json::Value;
 
+mod clock;
+mod keys;
+
+use self::clock::{after_ms, err, now_ms};
 use super::catalog_history::{
     chain_path, changes_along, compose, pair_key, to_remember, CatalogDelta, DigestList, Found, Previous,
     RecentSnapshots, Remembered, UNUSED_DELTAS, UNUSED_LISTS,
 };
 use super::runs::RunRecord;
-use super::shared::{Claimed, KeyRef, SharedState, StoreError, StoreResult, Stored, HISTORY_DEPTH};
+use super::shared::{
+    Claimed, KeptRun, KeyRef, SharedState, StoreError, StoreResult, Stored, Tenure, HISTORY_DEPTH,
+};
 use super::tasks::TaskRecord;
 use crate::engine::catalog::CatalogSnapshot;
 use crate::model::catalog::ChangeKind;
@@ -42,6 +48,10 @@ struct Inner {
     durable: bool,
     writes: AtomicUsize,
     recent: RecentSnapshots,
+    /// The tokens of the claims this process holds and has not settled: a lapsed lease of one
+    /// of them (its heartbeat held up by a locked file) is not taken over, as its claimant
+    /// lives. A claim of another process on the same file lapses with its lease.
+    live: Mutex<HashSet<String>>,
 }
 
 /// Writes between two purges of expired rows.
@@ -87,19 +97,6 @@ const MIGRATIONS: [&str; 4] = [
         PRIMARY KEY (language, lo, hi));",
 ];
 
-/// [`super::tasks::now_ms`] as SQLite's INTEGER.
-fn now_ms() -> i64 {
-    i64::try_from(super::tasks::now_ms()).unwrap_or(i64::MAX)
-}
-
-fn after_ms(d: Duration) -> i64 {
-    now_ms().saturating_add(i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
-fn err(e: impl std::fmt::Display) -> StoreError {
-    StoreError::from_display(e)
-}
-
 /// Apply the migrations this file has not seen, in one transaction.
 fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
     conn.execute_batch("CREATE TABLE IF NOT EXISTS pilotage_schema (version INTEGER NOT NULL)")?;
@@ -136,6 +133,7 @@ impl SqliteState {
             durable,
             writes: AtomicUsize::new(0),
             recent: RecentSnapshots::default(),
+            live: Mutex::default(),
         };
         Ok(SqliteState { inner: Arc::new(inner) })
     }
@@ -150,6 +148,13 @@ impl SqliteState {
     pub fn purge_now(&self) -> usize {
         let Ok(conn) = self.inner.conn.lock() else { return 0 };
         purge(&conn).unwrap_or(0)
+    }
+
+    /// This process no longer holds the claim `token` (settled or given back).
+    fn forget(&self, token: &str) {
+        if let Ok(mut live) = self.inner.live.lock() {
+            live.remove(token);
+        }
     }
 
     /// Run `f` on the connection on the blocking pool; every [`PURGE_EVERY`] writes also purge.
@@ -336,41 +341,6 @@ fn remember(
     tx.commit().map_err(err)
 }
 
-/// Claim a key inside one immediate transaction (see [`SharedState::claim_key`]).
-fn claim(
-    conn: &mut Connection,
-    k: [String; 3],
-    fingerprint: String,
-    lease: Duration,
-) -> rusqlite::Result<Claimed> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let held: Option<(String, Option<String>)> = tx
-        .query_row(
-            "SELECT fingerprint, response FROM pilotage_keys
-             WHERE owner = ?1 AND language = ?2 AND key = ?3 AND expires_at_ms > ?4",
-            params![k[0], k[1], k[2], now_ms()],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .optional()?;
-    let claimed = match held {
-        Some((f, _)) if f != fingerprint => Claimed::Conflict,
-        Some((_, None)) => Claimed::Pending,
-        Some((_, Some(text))) => Claimed::Replay(serde_json::from_str(&text).unwrap_or(Value::Null)),
-        None => {
-            let token = uuid::Uuid::new_v4().simple().to_string();
-            tx.execute(
-                "INSERT OR REPLACE INTO pilotage_keys
-                 (owner, language, key, fingerprint, token, response, expires_at_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, NULL, ?6)",
-                params![k[0], k[1], k[2], fingerprint, token, after_ms(lease)],
-            )?;
-            Claimed::Fresh(token)
-        }
-    };
-    tx.commit()?;
-    Ok(claimed)
-}
-
 fn owned(key: KeyRef<'_>) -> [String; 3] {
     [key.owner.to_owned(), key.language.to_owned(), key.key.to_owned()]
 }
@@ -440,8 +410,22 @@ impl SharedState for SqliteState {
     }
 
     async fn claim_key(&self, key: KeyRef<'_>, fingerprint: &str, lease: Duration) -> StoreResult<Claimed> {
-        let (k, fingerprint) = (owned(key), fingerprint.to_owned());
-        self.call(true, move |c| claim(c, k, fingerprint, lease)).await
+        let (k, fingerprint, inner) = (owned(key), fingerprint.to_owned(), self.inner.clone());
+        self.call(true, move |c| keys::claim(c, &inner.live, k, fingerprint, lease)).await
+    }
+
+    async fn renew_key(&self, key: KeyRef<'_>, token: &str, lease: Duration) -> StoreResult<Tenure> {
+        let (k, token, until) = (owned(key), token.to_owned(), after_ms(lease));
+        let renewed = self
+            .call(false, move |c| {
+                c.execute(
+                    "UPDATE pilotage_keys SET expires_at_ms = ?5
+                     WHERE owner = ?1 AND language = ?2 AND key = ?3 AND token = ?4 AND response IS NULL",
+                    params![k[0], k[1], k[2], token, until],
+                )
+            })
+            .await?;
+        Ok(if renewed == 1 { Tenure::Held } else { Tenure::Lost })
     }
 
     async fn record_key(
@@ -450,21 +434,25 @@ impl SharedState for SqliteState {
         token: &str,
         response: &Value,
         keep_for: Duration,
-    ) -> StoreResult<()> {
-        let (k, token, text, until) =
-            (owned(key), token.to_owned(), response.to_string(), after_ms(keep_for));
-        self.call(true, move |c| {
-            c.execute(
-                "UPDATE pilotage_keys SET response = ?5, expires_at_ms = ?6
-                 WHERE owner = ?1 AND language = ?2 AND key = ?3 AND token = ?4 AND response IS NULL",
-                params![k[0], k[1], k[2], token, text, until],
-            )
-            .map(drop)
-        })
-        .await
+        run: Option<KeptRun<'_>>,
+    ) -> StoreResult<Tenure> {
+        let claim = (owned(key), token.to_owned());
+        let text = (response.to_string(), after_ms(keep_for));
+        let run = match run {
+            Some(r) => Some((
+                r.record.run_id.clone(),
+                serde_json::to_string(r.record).map_err(err)?,
+                after_ms(r.keep_for),
+            )),
+            None => None,
+        };
+        let tenure = self.call(true, move |c| keys::record(c, &claim, text, run)).await?;
+        self.forget(token);
+        Ok(tenure)
     }
 
     async fn release_key(&self, key: KeyRef<'_>, token: &str) -> StoreResult<()> {
+        self.forget(token);
         let (k, token) = (owned(key), token.to_owned());
         self.call(true, move |c| {
             c.execute(

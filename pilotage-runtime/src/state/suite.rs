@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::idempotency::{claim, Claim};
 use super::runs::RunRecord;
-use super::shared::{Claimed, KeyRef, SharedState, Stored, HISTORY_DEPTH};
+use super::shared::{Claimed, KeptRun, KeyRef, SharedState, Stored, Tenure, HISTORY_DEPTH};
 use super::tasks::{TaskRecord, TaskState};
 use crate::engine::catalog::CatalogSnapshot;
 use crate::model::catalog::{CatalogEntry, ChangeKind};
@@ -23,7 +23,8 @@ pub async fn state_suite(store: Arc<dyn SharedState>) {
     let me = format!("suite-{}", uuid::Uuid::new_v4().simple());
     runs_are_scoped_by_owner_and_expire(&*store, &me).await;
     claims_follow_their_lifecycle(&*store, &me).await;
-    a_lapsed_lease_frees_the_key(&*store, &me).await;
+    a_lapsed_lease_of_a_live_claimant_is_kept_and_renewed(&*store, &me).await;
+    a_key_is_recorded_with_its_run_or_not_at_all(&*store, &me).await;
     keys_are_scoped_by_owner_and_language(&*store, &me).await;
     concurrent_duplicates_run_once(&store, &me).await;
     promotions_are_immutable_scoped_and_capped(&*store, &me).await;
@@ -92,13 +93,17 @@ async fn claims_follow_their_lifecycle(store: &dyn SharedState, me: &str) {
     assert_eq!(store.claim_key(k, "f2", HOUR).await.unwrap(), Claimed::Conflict, "held, other input");
     store.release_key(k, &token).await.unwrap();
     let Claimed::Fresh(token) = store.claim_key(k, "f2", HOUR).await.unwrap() else { panic!("released") };
-    store.record_key(k, "not-the-token", &json!({"run_id": "wrong"}), HOUR).await.unwrap();
+    let stale = store.record_key(k, "not-the-token", &json!({"run_id": "wrong"}), HOUR, None).await;
+    assert_eq!(stale.unwrap(), Tenure::Lost, "a stale token records nothing");
     assert_eq!(
         store.claim_key(k, "f2", HOUR).await.unwrap(),
         Claimed::Pending,
         "a stale token records nothing"
     );
-    store.record_key(k, &token, &json!({"run_id": "run_1"}), HOUR).await.unwrap();
+    let first = store.record_key(k, &token, &json!({"run_id": "run_1"}), HOUR, None).await.unwrap();
+    assert_eq!(first, Tenure::Held);
+    let again = store.record_key(k, &token, &json!({"run_id": "run_2"}), HOUR, None).await.unwrap();
+    assert_eq!(again, Tenure::Held, "a retried record of the same claim is idempotent");
     assert_eq!(store.claim_key(k, "f2", HOUR).await.unwrap(), Claimed::Replay(json!({"run_id": "run_1"})));
     assert_eq!(store.claim_key(k, "f1", HOUR).await.unwrap(), Claimed::Conflict, "recorded, other input");
     store.release_key(k, &token).await.unwrap();
@@ -108,20 +113,39 @@ async fn claims_follow_their_lifecycle(store: &dyn SharedState, me: &str) {
     );
     let short = key(me, "short");
     let Claimed::Fresh(t) = store.claim_key(short, "f", HOUR).await.unwrap() else { panic!("fresh") };
-    store.record_key(short, &t, &json!(1), Duration::ZERO).await.unwrap();
+    store.record_key(short, &t, &json!(1), Duration::ZERO, None).await.unwrap();
     assert!(matches!(store.claim_key(short, "g", HOUR).await.unwrap(), Claimed::Fresh(_)), "past its window");
 }
 
-async fn a_lapsed_lease_frees_the_key(store: &dyn SharedState, me: &str) {
-    let k = key(me, "crashed");
-    let Claimed::Fresh(old) = store.claim_key(k, "f", Duration::ZERO).await.unwrap() else { panic!("fresh") };
-    let Claimed::Fresh(new) = store.claim_key(k, "f", HOUR).await.unwrap() else { panic!("lease lapsed") };
-    assert_ne!(old, new);
-    store.record_key(k, &old, &json!("late"), HOUR).await.unwrap();
-    store.release_key(k, &old).await.unwrap();
-    assert_eq!(store.claim_key(k, "f", HOUR).await.unwrap(), Claimed::Pending, "the old claimant lost it");
-    store.record_key(k, &new, &json!("first"), HOUR).await.unwrap();
+async fn a_lapsed_lease_of_a_live_claimant_is_kept_and_renewed(store: &dyn SharedState, me: &str) {
+    let k = key(me, "held-up");
+    let Claimed::Fresh(token) = store.claim_key(k, "f", Duration::ZERO).await.unwrap() else {
+        panic!("fresh")
+    };
+    assert_eq!(store.claim_key(k, "f", HOUR).await.unwrap(), Claimed::Pending, "lapsed, its claimant lives");
+    assert_eq!(store.renew_key(k, &token, HOUR).await.unwrap(), Tenure::Held, "renewed");
+    assert_eq!(store.renew_key(k, "not-the-token", HOUR).await.unwrap(), Tenure::Lost, "a stale token");
+    assert_eq!(store.claim_key(k, "f", HOUR).await.unwrap(), Claimed::Pending, "still held");
+    let recorded = store.record_key(k, &token, &json!("first"), HOUR, None).await.unwrap();
+    assert_eq!(recorded, Tenure::Held);
+    assert_eq!(store.renew_key(k, &token, HOUR).await.unwrap(), Tenure::Lost, "recorded: nothing to renew");
     assert_eq!(store.claim_key(k, "f", HOUR).await.unwrap(), Claimed::Replay(json!("first")));
+}
+
+async fn a_key_is_recorded_with_its_run_or_not_at_all(store: &dyn SharedState, me: &str) {
+    let (k, run_id) = (key(me, "with-run"), format!("run_{me}_keyed"));
+    let run = record(&run_id, me);
+    let Claimed::Fresh(token) = store.claim_key(k, "f", HOUR).await.unwrap() else { panic!("fresh") };
+    let kept = Some(KeptRun { record: &run, keep_for: HOUR });
+    let stale = store.record_key(k, "not-the-token", &json!({"run_id": run_id}), HOUR, kept).await.unwrap();
+    assert_eq!(stale, Tenure::Lost);
+    assert_eq!(store.get_run(me, &run_id).await.unwrap(), None, "a lost claim keeps no run either");
+    let response = json!({"run_id": run_id});
+    assert_eq!(store.record_key(k, &token, &response, HOUR, kept).await.unwrap(), Tenure::Held);
+    assert_eq!(store.get_run(me, &run_id).await.unwrap(), Some(run.clone()), "kept with the key");
+    assert_eq!(store.claim_key(k, "f", HOUR).await.unwrap(), Claimed::Replay(response.clone()));
+    assert_eq!(store.record_key(k, &token, &response, HOUR, kept).await.unwrap(), Tenure::Held, "a retry");
+    assert_eq!(store.get_run(me, &run_id).await.unwrap(), Some(run), "the same record");
 }
 
 async fn keys_are_scoped_by_owner_and_language(store: &dyn SharedState, me: &str) {
@@ -138,15 +162,16 @@ async fn concurrent_duplicates_run_once(store: &Arc<dyn SharedState>, me: &str) 
         .map(|_| {
             let (store, me, ran) = (store.clone(), me.to_owned(), ran.clone());
             tokio::spawn(async move {
-                match claim(&store, (&me, "suite/v1", "dup"), "f", HOUR).await.unwrap() {
+                let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+                match claim(&store, (&me, "suite/v1", "dup"), "f", deadline).await.unwrap() {
                     Claim::Fresh(guard) => {
                         ran.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                         tokio::time::sleep(Duration::from_millis(50)).await;
-                        guard.record(&json!({"run_id": "run_once"}), HOUR).await.unwrap();
+                        guard.record(json!({"run_id": "run_once"}), HOUR, None, deadline).await.unwrap();
                         json!({"run_id": "run_once"})
                     }
                     Claim::Replay(v) => v,
-                    Claim::Conflict => panic!("same input: no conflict"),
+                    Claim::Conflict | Claim::Busy => panic!("same input, within the deadline: a replay"),
                 }
             })
         })
@@ -292,25 +317,54 @@ async fn a_session_not_told_is_appended(store: &dyn SharedState, me: &str) {
 /// version from the stored list of the last one. Each run uses fresh owner ids.
 pub async fn replica_suite(store: Arc<dyn SharedState>, replica: Arc<dyn SharedState>) {
     let me = format!("replica-{}", uuid::Uuid::new_v4().simple());
+    catalogs_are_shared_between_replicas(&*store, &*replica, &me).await;
+    a_dead_replicas_claim_is_taken_over(store, replica, &me).await;
+}
+
+/// A claim of a replica that is gone (its store dropped, as a killed process's is) is taken
+/// over by another replica as soon as its lease lapses.
+async fn a_dead_replicas_claim_is_taken_over(
+    store: Arc<dyn SharedState>,
+    replica: Arc<dyn SharedState>,
+    me: &str,
+) {
+    let k = key(me, "dead");
+    let Claimed::Fresh(_) = replica.claim_key(k, "f", Duration::from_millis(200)).await.unwrap() else {
+        panic!("fresh")
+    };
+    drop(replica);
+    let started = std::time::Instant::now();
+    loop {
+        match store.claim_key(k, "f", HOUR).await.unwrap() {
+            Claimed::Fresh(_) => break,
+            Claimed::Pending if started.elapsed() < Duration::from_secs(10) => {
+                tokio::time::sleep(Duration::from_millis(50)).await
+            }
+            other => panic!("the dead replica's claim was not taken over: {other:?}"),
+        }
+    }
+}
+
+async fn catalogs_are_shared_between_replicas(store: &dyn SharedState, replica: &dyn SharedState, me: &str) {
     let all = versions();
     for v in &all[..3] {
-        serve(&*store, &me, v).await;
+        serve(store, me, v).await;
     }
     let current = &all[2];
-    assert_eq!(changes(&*replica, &me, &all[0], current).await, direct(&all[0], current), "served elsewhere");
-    assert_eq!(changes(&*replica, &me, &all[3], current).await, None, "not served yet");
-    serve(&*replica, &me, &all[3]).await;
+    assert_eq!(changes(replica, me, &all[0], current).await, direct(&all[0], current), "served elsewhere");
+    assert_eq!(changes(replica, me, &all[3], current).await, None, "not served yet");
+    serve(replica, me, &all[3]).await;
     let next = &all[3];
     for since in &all[..3] {
-        assert_eq!(changes(&*replica, &me, since, next).await, direct(since, next), "cold cache");
-        assert_eq!(changes(&*store, &me, since, next).await, direct(since, next), "seen from the first");
+        assert_eq!(changes(replica, me, since, next).await, direct(since, next), "cold cache");
+        assert_eq!(changes(store, me, since, next).await, direct(since, next), "seen from the first");
     }
     // Another owner served the same versions: the deltas are shared, the chain is its own.
     let other = format!("{me}-other");
-    serve(&*replica, &other, &all[1]).await;
-    serve(&*replica, &other, &all[3]).await;
-    assert_eq!(changes(&*store, &other, &all[1], next).await, direct(&all[1], next));
-    assert_eq!(changes(&*store, &other, &all[0], next).await, None, "not in its chain");
+    serve(replica, &other, &all[1]).await;
+    serve(replica, &other, &all[3]).await;
+    assert_eq!(changes(store, &other, &all[1], next).await, direct(&all[1], next));
+    assert_eq!(changes(store, &other, &all[0], next).await, None, "not in its chain");
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! §6.5.2 ([`well_formed`], then [`run`]), with idempotency around it (Part II §6.5.6): a replay
 //! returns the recorded response of the first Run without further processing.
 
+mod keep;
 mod run;
 mod well_formed;
 
@@ -33,7 +34,10 @@ pub(crate) async fn execute(ctx: Ctx<'_>, args: LoopArgs, watch: &Watch) -> OpRe
         {
             k
         }
-        _ => return run::run_checked(ctx, args, checked, watch).await,
+        _ => {
+            let ran = run::run_checked(ctx, args, checked, watch).await?;
+            return keep::keep(ctx, ran, keep::deadline(ctx)).await;
+        }
     };
     // The runnable, its input, and the mode it runs in (an installation is not an evaluation).
     let fingerprint = digest::canonical(&json!({
@@ -43,21 +47,22 @@ pub(crate) async fn execute(ctx: Ctx<'_>, args: LoopArgs, watch: &Watch) -> OpRe
         "mode": checked.mode.as_str(),
     }));
     let limits = &ctx.lang.limits;
-    // Past the longest a request may hold the key, a crashed claimant's key is free again.
-    let lease = longest_run(limits);
+    // A duplicate waits for the first request no longer than it would take itself.
+    let deadline =
+        tokio::time::Instant::now() + limits.validate_time + limits.execute_time + limits.store_time;
     let (scope, owner) = (&ctx.session.scope, &*ctx.session.caller.id);
-    let claimed = idempotency::claim(scope, (owner, ctx.lang.spec.name, key), &fingerprint, lease).await;
+    let claimed = idempotency::claim(scope, (owner, ctx.lang.spec.name, key), &fingerprint, deadline).await;
     match claimed.map_err(crate::ops::store_failed)? {
-        Claim::Replay(response) => serde_json::from_value(response)
-            .map_err(|e| RequestError::internal(format!("unreadable idempotency record: {e}"))),
+        Claim::Replay(response) => replayed(response),
         Claim::Conflict => Err(conflict()),
+        Claim::Busy => Err(busy()),
         Claim::Fresh(guard) => {
-            let response = match run::run_checked(ctx, args, checked, watch).await {
-                Ok(response) if REFUSALS.contains(&response.outcome.status()) => {
+            let ran = match run::run_checked(ctx, args, checked, watch).await {
+                Ok(ran) if REFUSALS.contains(&ran.response.outcome.status()) => {
                     guard.release().await;
-                    return Ok(response);
+                    return Ok(ran.response);
                 }
-                Ok(response) => response,
+                Ok(ran) => ran,
                 Err(e) => {
                     guard.release().await;
                     return Err(e);
@@ -69,13 +74,29 @@ pub(crate) async fn execute(ctx: Ctx<'_>, args: LoopArgs, watch: &Watch) -> OpRe
                 Some(Retention::Duration { length, .. }) => *length,
                 _ => limits.idempotency_window,
             };
-            let value = serde_json::to_value(&response).unwrap_or(Value::Null);
-            if let Err(e) = guard.record(&value, window).await {
-                tracing::error!(error = %e, "could not record the idempotency key");
-            }
-            Ok(response)
+            keep::record(ctx, guard, ran, window, keep::deadline(ctx)).await
         }
     }
+}
+
+/// A recorded first response: a Run's response, or the request error of a Run whose record
+/// could not be kept (replayed as it was sent).
+fn replayed(response: Value) -> OpResult<ExecuteResponse> {
+    if response.get("error").is_some() {
+        return Err(serde_json::from_value(response)
+            .map_err(|e| RequestError::internal(format!("unreadable idempotency record: {e}")))?);
+    }
+    serde_json::from_value(response)
+        .map_err(|e| RequestError::internal(format!("unreadable idempotency record: {e}")))
+}
+
+/// The first request with the key neither recorded nor gave it back by this one's deadline.
+fn busy() -> RequestError {
+    RequestError::new(
+        ErrorKind::BoundsExceeded,
+        "another request with this idempotency_key is still running or still recording its Run, past \
+         the time this request may wait; nothing ran for this request: retry later with the same key",
+    )
 }
 
 /// Time allowed beyond an execute request's own bounds, for the store.

@@ -3,6 +3,7 @@
 //! then the bounded engine call, the outcome, retention and the inline trace.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -21,24 +22,50 @@ use crate::ops::{str_arg, Ctx, LoopArgs, OpResult};
 use crate::state::promotions;
 use crate::state::runs::RunRecord;
 
+/// What running a request gave: its response and, for a started Run its retention keeps, the
+/// record to keep and where (kept by [`super::keep`] before the response is sent).
+pub(crate) struct Ran {
+    /// The response: a refusal or a started Run's.
+    pub response: ExecuteResponse,
+    /// The record to keep, if any.
+    pub keep: Option<(RunRecord, Place)>,
+}
+
+/// Where a kept Run's record goes.
+#[derive(Clone, Copy)]
+pub(crate) enum Place {
+    /// The deployment's shared state (ISO 8601 duration retention), for this long.
+    Shared(Duration),
+    /// The session's own run store (`"session"` retention, or `store: true` without a duration).
+    Session,
+}
+
+impl From<ExecuteResponse> for Ran {
+    fn from(response: ExecuteResponse) -> Self {
+        Ran { response, keep: None }
+    }
+}
+
 /// Run a well-formed request: a refusal (not started) or a started Run's response.
 pub(crate) async fn run_checked(
     ctx: Ctx<'_>,
     args: &LoopArgs,
     checked: WellFormed<'_>,
     watch: &Watch,
-) -> OpResult<ExecuteResponse> {
+) -> OpResult<Ran> {
     let run_id = watch.run_id.clone().unwrap_or_else(new_run_id);
     let promoted = ctx.promotions().await?;
     let snapshot = ctx.snapshot_given(&promoted).await?;
     if let (Some(expected), Some(snap)) = (str_arg(&args.rest, "expected_catalog_version"), &snapshot) {
         if expected != snap.version() {
-            return Ok(refused(run_id, Outcome::failure("catalog_drift", "catalog version mismatch"), None));
+            return Ok(
+                refused(run_id, Outcome::failure("catalog_drift", "catalog version mismatch"), None).into()
+            );
         }
     }
     let (program, planned) = match admit(ctx, args, &checked.runnable, snapshot.clone()).await? {
         Ok(admitted) => admitted,
-        Err((outcome, diagnostics)) => return Ok(refused(run_id, outcome, diagnostics)),
+        Err((outcome, diagnostics)) => return Ok(refused(run_id, outcome, diagnostics).into()),
     };
     let request = ExecuteRequest {
         run_id: run_id.clone(),
@@ -67,7 +94,8 @@ pub(crate) async fn run_checked(
             run_id,
             Outcome::failure("validation_error", "the input failed binding"),
             Some(findings),
-        ));
+        )
+        .into());
     }
     let (outcome, output) = classify(ctx, ended, &recorder, !findings.is_empty())?;
     // The steps are taken out of the recorder. A Run that is not kept gives them to its inline
@@ -79,7 +107,7 @@ pub(crate) async fn run_checked(
         Some(level) => (Some(inline_trace(&run_id, render_steps_owned(steps, level), level)), None),
         None => (None, keep.then_some(steps)),
     };
-    if let Some(steps) = kept {
+    let keep = kept.map(|steps| {
         let record = RunRecord {
             run_id: run_id.clone(),
             owner: ctx.session.caller.id.to_string(),
@@ -90,9 +118,13 @@ pub(crate) async fn run_checked(
             steps: render_steps_owned(steps, checked.ceiling),
             stats: None,
         };
-        store(ctx, &checked, record).await;
-    }
-    Ok(ExecuteResponse { run_id, outcome, output, diagnostics: None, trace })
+        let place = match &checked.retention {
+            Retention::Duration { length, .. } => Place::Shared(*length),
+            _ => Place::Session,
+        };
+        (record, place)
+    });
+    Ok(Ran { response: ExecuteResponse { run_id, outcome, output, diagnostics: None, trace }, keep })
 }
 
 /// A refusal: why the program may not run, with its diagnostics where there are some.
@@ -273,24 +305,6 @@ fn keeps(ctx: Ctx<'_>, checked: &WellFormed<'_>) -> bool {
     match checked.store_flag {
         Some(flag) => flag,
         None => *retention != Retention::None && !(*retention == Retention::Session && ctx.session.stateless),
-    }
-}
-
-/// Keeps `record` where the Language's retention keeps Runs.
-async fn store(ctx: Ctx<'_>, checked: &WellFormed<'_>, record: RunRecord) {
-    let retention = &checked.retention;
-    let run_id = record.run_id.clone();
-    let stored = match retention {
-        Retention::Duration { length, .. } => {
-            ctx.stores.state.put_run(&record, *length).await.map_err(|e| e.to_string())
-        }
-        _ => match ctx.session.runs.get(ctx.index) {
-            Some(runs) => runs.put(record, std::time::Duration::MAX),
-            None => Err("no session run store".to_owned()),
-        },
-    };
-    if let Err(e) = stored {
-        tracing::error!(run_id, error = %e, "could not retain run record");
     }
 }
 
