@@ -80,6 +80,7 @@ mod revalidation;
 mod schemas;
 mod sql_loop;
 mod standard_schemas;
+mod store_faults;
 mod testkit;
 mod typed_tools;
 mod ui;

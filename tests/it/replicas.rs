@@ -26,7 +26,7 @@ const BOUND: Duration = Duration::from_secs(240);
 /// A `tools/call` as the verified caller `who` on `url`: the JSON-RPC `result`, or why none came.
 /// Every Pilotage result's `structuredContent` is checked against the tool's advertised
 /// `outputSchema` (as this replica lists it) and the official schema.
-async fn try_call(url: &str, who: &str, tool: &str, arguments: Value) -> Result<Value, String> {
+pub(crate) async fn try_call(url: &str, who: &str, tool: &str, arguments: Value) -> Result<Value, String> {
     let params = json!({"name": tool, "arguments": arguments});
     let bearer = support::auth::bearer(who);
     let reply = support::try_stateless_request(url, "tools/call", params, json!({}), Some(&bearer)).await?;
@@ -86,7 +86,7 @@ fn program() -> Value {
 }
 
 /// The envelope a trace fetch returns, without its narration: what the execute response carried.
-fn envelope(fetched: &Value) -> Value {
+pub(crate) fn envelope(fetched: &Value) -> Value {
     assert_eq!(fetched["isError"], false, "{fetched}");
     let mut envelope = fetched["structuredContent"].clone();
     envelope.as_object_mut().expect("an object").remove("narration");

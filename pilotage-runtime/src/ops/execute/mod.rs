@@ -103,8 +103,9 @@ fn busy() -> RequestError {
 const MARGIN: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The longest an execute under `limits` may take from its start to its end: its snapshot,
-/// validation and run, and a margin for the store. An idempotency key's lease, and how long a
-/// working task of another replica may go without moving before it is reported failed.
+/// validation and run, and a margin for the store: how long a working task of another replica
+/// may go without moving before it is reported failed. (An idempotency claim is held by a
+/// short lease its claimant renews instead: [`idempotency::LEASE`].)
 pub(crate) fn longest_run(limits: &crate::engine::Limits) -> std::time::Duration {
     limits.tool_time + limits.validate_time + limits.execute_time + MARGIN
 }
