@@ -155,7 +155,7 @@ impl SharedState for MemoryState {
         let mut slots = lock(&self.keys);
         let now = Instant::now();
         let live = |s: &Slot| match s {
-            Slot::Pending { until, .. } => until.checked_add(MEMORY_CLAIM_GRACE).map_or(true, |u| u > now),
+            Slot::Pending { until, .. } => until.checked_add(MEMORY_CLAIM_GRACE).is_none_or(|u| u > now),
             Slot::Done { until, .. } => *until > now,
         };
         match slots.get(&k) {
