@@ -35,7 +35,7 @@ pub(crate) async fn keep(ctx: Ctx<'_>, ran: Ran, deadline: Instant) -> Result<Ex
         None => Ok(response),
         Some((record, place)) => match put(ctx, record, place, deadline).await {
             Ok(()) => Ok(response),
-            Err(why) => Err(not_kept(&response, &why, false)),
+            Err(why) => Err(not_kept(&response, &why, Unkept::Record)),
         },
     }
 }
@@ -69,7 +69,7 @@ pub(crate) async fn record(
         Some((record, Place::Session)) => {
             if let Err(why) = put(ctx, record, Place::Session, deadline).await {
                 // Replays give the same truthful error: the program ran, its record was not kept.
-                let error = not_kept(&response, &why, false);
+                let error = not_kept(&response, &why, Unkept::Record);
                 let recorded = serde_json::to_value(&error).unwrap_or(Value::Null);
                 let _ = guard.record(recorded, window, None, deadline).await;
                 return Err(error);
@@ -87,26 +87,41 @@ pub(crate) async fn record(
         Ok(Settled::Lost) => match fallback {
             Some((record, keep_for)) => match put(ctx, record, Place::Shared(keep_for), deadline).await {
                 Ok(()) => Ok(response),
-                Err(why) => Err(not_kept(&response, &why, false)),
+                Err(why) => Err(not_kept(&response, &why, Unkept::Record)),
             },
             None => Ok(response),
         },
-        Err(e) => Err(not_kept(&response, &e.to_string(), true)),
+        Err(e) => {
+            let unkept = if fallback.is_some() { Unkept::RecordAndKey } else { Unkept::Key };
+            Err(not_kept(&response, &e.to_string(), unkept))
+        }
     }
 }
 
-/// The request error of a Run that ran but whose record (or key) was not kept.
-fn not_kept(response: &ExecuteResponse, why: &str, keyed: bool) -> RequestError {
-    tracing::error!(run_id = response.run_id, error = why, "could not keep a run's record");
-    let key = if keyed {
-        "; its idempotency key stays held while this server keeps trying to record it: a retry with \
-         the same key waits for that record and replays it, and does not run the program again"
-    } else {
-        ""
+/// What the store did not keep of a Run that ran.
+#[derive(Clone, Copy)]
+enum Unkept {
+    /// Its record (no idempotency key).
+    Record,
+    /// Its record and its idempotency key's response (written together).
+    RecordAndKey,
+    /// Its idempotency key's response (the Run is not retained).
+    Key,
+}
+
+/// The request error of a Run that ran but whose record or key was not kept.
+fn not_kept(response: &ExecuteResponse, why: &str, unkept: Unkept) -> RequestError {
+    tracing::error!(run_id = response.run_id, error = why, "could not keep what a run left");
+    let held = "its idempotency key stays held while this server keeps trying to record it: a retry with \
+                the same key waits for that record and replays it, and does not run the program again";
+    let (what, after) = match unkept {
+        Unkept::Record => ("its record", "it cannot be fetched".to_owned()),
+        Unkept::RecordAndKey => ("its record", format!("it cannot be fetched until it is kept; {held}")),
+        Unkept::Key => ("the response under its idempotency key", held.to_owned()),
     };
     RequestError::internal(format!(
         "the program ran (run {}, outcome {}) and its effects occurred, but the server's state store \
-         could not keep its record in time, so it cannot be fetched{key}",
+         could not keep {what} in time: {after}",
         response.run_id,
         response.outcome.status()
     ))
