@@ -31,15 +31,13 @@ use support::{free_port, Served as Replica};
 /// The PostgreSQL scenario's bound: a hang fails the test instead of holding CI.
 const BOUND: Duration = Duration::from_secs(90);
 
-/// Adds 1 to the caller's counter, then waits `ms` (so a fault can land while it runs).
+/// Adds 1 to the caller's counter, then waits `ms` (so a fault can land while it runs), in
+/// waits of at most a second (the longest one `wait` takes).
 fn add_then_wait(ms: u64) -> Value {
-    json!({
-        "steps": [
-            {"id": "add", "call": "counter_add", "with": {"by": 1}},
-            {"id": "pause", "call": "wait", "with": {"ms": ms}}
-        ],
-        "output": {"counter": "$.steps.add.output.counter"}
-    })
+    let mut steps = vec![json!({"id": "add", "call": "counter_add", "with": {"by": 1}})];
+    let waits = (0..ms.div_ceil(1000)).map(|i| (i, (ms - i * 1000).min(1000)));
+    steps.extend(waits.map(|(i, ms)| json!({"id": format!("pause{i}"), "call": "wait", "with": {"ms": ms}})));
+    json!({"steps": steps, "output": {"counter": "$.steps.add.output.counter"}})
 }
 
 /// The run id an `internal` "the program ran" error names.
@@ -274,12 +272,33 @@ async fn postgres_scenario() {
     );
     assert!(seen.errors.values().sum::<usize>() > 0, "the faults were felt: some requests were refused");
 
-    a.kill9().await;
+    a_killed_claimants_key_is_free_in_seconds(&mut a, &b).await;
     b.kill9().await;
     let _ = std::fs::remove_file(&secret);
     admin.batch_execute(&format!("DROP SCHEMA {name} CASCADE")).await.expect("drop the schema");
     admin.batch_execute(&format!("DROP OWNED BY {role}; DROP ROLE {role}")).await.expect("drop the role");
     drop(schema);
+}
+
+/// A keyed execute runs on A, which is killed with SIGKILL while it holds the key; the retry on
+/// B takes the key over once the dead claim's lease lapses (its liveness backend went with A) and
+/// runs, instead of waiting for a lease as long as the whole execute bound (its own deadline).
+async fn a_killed_claimants_key_is_free_in_seconds(a: &mut Replica, b: &Replica) {
+    let keyed =
+        json!({ARG: add_then_wait(1500), "mode": "immediate", "context": ctx(), "idempotency_key": "k-dead"});
+    let first = {
+        let (url, keyed) = (a.url(), keyed.clone());
+        tokio::spawn(async move { try_call(&url, "claimant", EXECUTE, keyed).await })
+    };
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    a.kill9().await;
+    let first = first.await.expect("the first request");
+    assert!(first.is_err(), "A died before it answered: {first:?}");
+    let started = std::time::Instant::now();
+    let retry = try_call(&b.url(), "claimant", EXECUTE, keyed).await.expect("B answers");
+    eprintln!("store faults: the retry of a killed claimant's key was answered in {:?}", started.elapsed());
+    assert_eq!(retry["isError"], false, "B took the dead claim over and ran: {retry}");
+    assert_eq!(retry["structuredContent"]["outcome"]["status"], "success", "{retry}");
 }
 
 /// Every acknowledged response checked against the store, through both replicas: `(runs lost, keys run twice, replays of unknown ids, keys acknowledged)`.
