@@ -63,7 +63,8 @@ impl Signal {
 }
 
 /// A count of bytes one engine call may still make the server hold (step inputs and outputs,
-/// trace entries, values an engine builds). Shared by clones; once spent, every charge fails.
+/// trace entries, values an engine builds), counted as memory, not as JSON text (see
+/// [`Budget::charge_value`]). Shared by clones; once spent, every charge fails.
 #[derive(Clone, Debug)]
 pub struct Budget(Arc<BudgetState>);
 
@@ -92,6 +93,12 @@ impl Budget {
         let before =
             self.0.spent.fetch_update(Ordering::Relaxed, Ordering::Relaxed, update).unwrap_or(usize::MAX);
         fits(before)
+    }
+
+    /// Spend what `v` holds in memory ([`value_memory`](super::memory::value_memory)), not the
+    /// length of its text: charge every value the engine builds or copies this way.
+    pub fn charge_value(&self, v: &serde_json::Value) -> bool {
+        self.charge(super::memory::value_memory(v))
     }
 
     /// Whether a charge has failed.

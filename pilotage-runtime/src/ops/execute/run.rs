@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::well_formed::{Runnable, WellFormed};
-use crate::engine::call::value_size;
+use crate::engine::memory::value_memory;
 use crate::engine::{CatalogSnapshot, ExecuteRequest, FinishCore, Recorder};
 use crate::model::declaration::{Retention, TraceLevel};
 use crate::model::diagnostic::Diagnostic;
@@ -244,7 +244,7 @@ fn classify(
             (Outcome::failure("error", "the input failed binding after execution began"), None)
         }
         Ended::Finished(finish)
-            if !recorder.budget().charge(finish.output.as_ref().map_or(0, value_size)) =>
+            if !recorder.budget().charge(finish.output.as_ref().map_or(0, value_memory)) =>
         {
             (
                 Outcome::failure(
