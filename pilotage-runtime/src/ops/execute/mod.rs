@@ -82,10 +82,11 @@ pub(crate) async fn execute(ctx: Ctx<'_>, args: LoopArgs, watch: &Watch) -> OpRe
 const MARGIN: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The longest an execute under `limits` may take from its start to its end: its snapshot,
-/// validation and run, and a margin for the store. An idempotency key's lease, and how long a
+/// validation and run, each after waiting for an engine slot at most as long as its own time
+/// (`ops::call`), and a margin for the store. An idempotency key's lease, and how long a
 /// working task of another replica may go without moving before it is reported failed.
 pub(crate) fn longest_run(limits: &crate::engine::Limits) -> std::time::Duration {
-    limits.tool_time + limits.validate_time + limits.execute_time + MARGIN
+    2 * (limits.tool_time + limits.validate_time + limits.execute_time) + MARGIN
 }
 
 /// The text summary of an execute response.

@@ -52,7 +52,7 @@ pub(crate) async fn run_checked(
         test_run: checked.test_run,
     };
     let limits = &ctx.lang.limits;
-    let call = EngineCall::new(limits, limits.execute_time, ctx.slots);
+    let call = EngineCall::new(limits, limits.execute_time, ctx.lane(crate::ops::slots::LaneKind::Engine));
     let recorder = Recorder::bounded(limits.max_steps, &call.bounds);
     if let Some(started) = &watch.started {
         started(&run_id, &recorder);
@@ -185,7 +185,7 @@ async fn call_engine(
             tracing::error!(language = ctx.lang.spec.name, "the engine panicked");
             Ok(Ended::Panicked)
         }
-        Err(end @ CallEnd::Busy) => Err(crate::ops::call_failed(&ctx, "the run", call, end)),
+        Err(end @ CallEnd::Busy(..)) => Err(crate::ops::call_failed(&ctx, "the run", call, end)),
         Ok(Err(_aborted)) => Ok(Ended::TimedOut),
         // An engine that stopped short at its deadline (its Run turned inert) stopped because of
         // it, whichever of it and the timer was first.
