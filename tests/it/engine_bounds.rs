@@ -349,17 +349,19 @@ fn resident(pid: u32) -> (usize, usize) {
 }
 
 /// Row 1 at full concurrency: as many worst-case runs as the server has engine slots (its
-/// default cap), each from its own session over HTTP, against the example binary under a 2 GiB
-/// address-space cap, twice. Every run ends `partial` at its 16 MiB memory bound, the process
+/// default cap), each from its own session over HTTP, against the example binary under an
+/// address-space cap of 64 MiB a slot, at least 2 GiB (4 GiB for the 64 slots of 16 cores, the
+/// cap under which 8 such runs used to abort the process), twice. Every run ends `partial` at its 16 MiB memory bound, the process
 /// survives, its peak resident memory stays within the sizing rule of `docs/limits.md`
 /// (slots × 2 × `max_run_bytes` above its resting size), and what stays resident after the runs
 /// does not grow from one round to the next.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn engine_slots_times_the_run_bound_holds_in_resident_memory() {
     let slots = std::thread::available_parallelism().map_or(4, |n| n.get() * 4).max(4);
+    let cap = (slots << 26).max(1 << 31);
     let port = support::free_port();
     let mut child = tokio::process::Command::new("prlimit")
-        .arg(CAP)
+        .arg(format!("--as={cap}"))
         .arg("--")
         .arg(support::example_binary("workflow"))
         .args(["--http", &format!("127.0.0.1:{port}")])
