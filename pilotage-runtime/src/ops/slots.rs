@@ -37,8 +37,8 @@ pub(crate) enum Full {
 
 /// The engine slots of one server.
 pub(crate) struct Slots {
-    engine: Arc<Lane>,
-    lookup: Arc<Lane>,
+    engine: Arc<Pool>,
+    lookup: Arc<Pool>,
 }
 
 impl Slots {
@@ -47,7 +47,7 @@ impl Slots {
     pub fn new(max: usize, share: usize) -> Slots {
         let max = max.max(1);
         let lookups = (max / 4).max(2);
-        Slots { engine: Lane::new(max, share.clamp(1, max)), lookup: Lane::new(lookups, lookups.div_ceil(2)) }
+        Slots { engine: Pool::new(max, share.clamp(1, max)), lookup: Pool::new(lookups, lookups.div_ceil(2)) }
     }
 
     /// The default share of `max` slots: half of them (rounded up), so one caller never holds
@@ -68,8 +68,8 @@ impl Slots {
     }
 }
 
-/// One lane: its slots and the share each caller holds of them.
-struct Lane {
+/// The slots of one lane and the share each caller holds of them.
+struct Pool {
     slots: Arc<Semaphore>,
     size: usize,
     share: usize,
@@ -77,9 +77,9 @@ struct Lane {
     callers: Mutex<HashMap<String, Arc<Semaphore>>>,
 }
 
-impl Lane {
-    fn new(size: usize, share: usize) -> Arc<Lane> {
-        Arc::new(Lane { slots: Arc::new(Semaphore::new(size)), size, share, callers: Mutex::default() })
+impl Pool {
+    fn new(size: usize, share: usize) -> Arc<Pool> {
+        Arc::new(Pool { slots: Arc::new(Semaphore::new(size)), size, share, callers: Mutex::default() })
     }
 
     /// `caller`'s share, made when it has none.
@@ -150,20 +150,20 @@ impl Lane {
 /// A slot and the place in its caller's share, given back when dropped.
 pub(crate) struct Held {
     permits: Option<(OwnedSemaphorePermit, OwnedSemaphorePermit)>,
-    lane: Arc<Lane>,
+    pool: Arc<Pool>,
     caller: String,
 }
 
 impl Held {
-    fn new(lane: &Arc<Lane>, caller: &str, own: OwnedSemaphorePermit, slot: OwnedSemaphorePermit) -> Held {
-        Held { permits: Some((own, slot)), lane: lane.clone(), caller: caller.to_owned() }
+    fn new(pool: &Arc<Pool>, caller: &str, own: OwnedSemaphorePermit, slot: OwnedSemaphorePermit) -> Held {
+        Held { permits: Some((own, slot)), pool: pool.clone(), caller: caller.to_owned() }
     }
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
         drop(self.permits.take());
-        self.lane.forget(&self.caller);
+        self.pool.forget(&self.caller);
     }
 }
 
