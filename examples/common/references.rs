@@ -10,7 +10,7 @@
 // A server or test that hosts several engines includes this file once per engine.
 #![allow(clippy::duplicate_mod)]
 
-use serde_json::Value as Json;
+use serde_json::{Map, Value as Json};
 
 /// The roots a Language adds to the shared three: `$.<name>[.<member>...]`, each naming a whole
 /// value (an uninhabited type for none). A name is none of `input`, `steps`, `vars`.
@@ -114,10 +114,10 @@ pub fn references<'a>(v: &'a Json, at: &str, out: &mut Vec<(String, &'a str)>) {
 /// Evaluate a template: references replaced by their values, `$$` unescaped. `value_of` gives
 /// the value a root holds at this point (`None`: it has none).
 ///
-/// Every value built is charged to the engine call's [`Budget`](pilotage::engine::Budget)
-/// before it is copied: a template that copies large outputs many times fails once the budget
-/// refuses (the runtime then ends the run `partial` at its memory bound), instead of making the
-/// server allocate without bound.
+/// Every value built is charged to the engine call's [`Budget`](pilotage::engine::Budget) as
+/// the memory it takes, before it is built or copied: a template that copies large outputs
+/// many times fails once the budget refuses (the runtime then ends the run `partial` at its
+/// memory bound), instead of making the server allocate without bound.
 pub fn resolve<'v, O: OwnRoots>(
     v: &Json,
     value_of: &dyn Fn(&Root<O>) -> Option<&'v Json>,
@@ -130,24 +130,27 @@ fn resolve_within<'v, O: OwnRoots>(
     value_of: &dyn Fn(&Root<O>) -> Option<&'v Json>,
     budget: &pilotage::engine::Budget,
 ) -> Result<Json, String> {
+    use pilotage::engine::memory::node_memory;
     Ok(match v {
         Json::String(s) => text_within(s, value_of, budget)?,
         Json::Array(a) => {
-            charge(budget, 2 + a.len())?;
-            Json::Array(a.iter().map(|x| resolve_within(x, value_of, budget)).collect::<Result<_, _>>()?)
+            // The result has the template's shape: its item slots are charged before it is built.
+            charge(budget, node_memory(v))?;
+            let mut items = Vec::with_capacity(a.len());
+            for x in a {
+                items.push(resolve_within(x, value_of, budget)?);
+            }
+            Json::Array(items)
         }
         Json::Object(o) => {
-            charge(budget, 2 + o.keys().map(|k| k.len() + 4).sum::<usize>())?;
-            Json::Object(
-                o.iter()
-                    .map(|(k, x)| Ok((k.clone(), resolve_within(x, value_of, budget)?)))
-                    .collect::<Result<_, String>>()?,
-            )
+            charge(budget, node_memory(v))?;
+            let mut members = Map::with_capacity(o.len());
+            for (k, x) in o {
+                members.insert(k.clone(), resolve_within(x, value_of, budget)?);
+            }
+            Json::Object(members)
         }
-        other => {
-            charge(budget, 8)?;
-            other.clone()
-        }
+        other => other.clone(),
     })
 }
 
@@ -175,8 +178,9 @@ fn text_within<'v, O: OwnRoots>(
 ) -> Result<Json, String> {
     let r = match classify::<O>(s) {
         Text::Literal(l) => {
-            charge(budget, l.len() + 2)?;
-            return Ok(Json::String(l.to_owned()));
+            let literal = Json::String(l.to_owned());
+            charge(budget, pilotage::engine::memory::node_memory(&literal))?;
+            return Ok(literal);
         }
         Text::Ref(Err(e)) => return Err(e),
         Text::Ref(Ok(r)) => r,
@@ -190,7 +194,8 @@ fn text_within<'v, O: OwnRoots>(
         };
         cur = next.ok_or_else(|| format!("{s}: {} has no member '{seg}'", short(cur)))?;
     }
-    charge(budget, pilotage::engine::call::json_size(cur))?;
+    // A deep copy: charged as the memory it will take, before it is made.
+    charge(budget, pilotage::engine::memory::value_memory(cur))?;
     Ok(cur.clone())
 }
 

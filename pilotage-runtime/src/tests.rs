@@ -645,7 +645,8 @@ fn a_run_records_until_its_budget_or_signal_and_then_is_inert() {
         test_run: false,
         promoted: Arc::new(Default::default()),
     };
-    let b = bounds(300, usize::MAX);
+    // Entries are charged the memory they hold: "a" is about 500 bytes, "b" over 1 400.
+    let b = bounds(1_000, usize::MAX);
     let recorder = Recorder::bounded(100, &b);
     let mut run = Run::<crate::model::closed_sets::NoStatus>::new(&request, recorder.clone());
     run.step("a").output(json!("small")).succeeded();

@@ -326,3 +326,100 @@ async fn pings_answer_while_engine_calls_run() {
         assert_timed_out(&t.await.unwrap()["outcome"]);
     }
 }
+
+/// The issue-28 worst case, ~23 KB: a list of 4 000 zeros (8 KB of text, 320 KB in memory),
+/// copied by reference 400 times, and that list copied 400 times again (51 GB were it built).
+/// Charged as text, a run held ~550 MB before its 16 MiB budget refused.
+fn small_items_copied() -> Value {
+    json!({"steps": [
+        {"id": "a", "kind": "set", "value": vec![0; 4_000]},
+        {"id": "b", "kind": "set", "value": vec!["$.steps.a.output"; 400]},
+        {"id": "c", "kind": "set", "value": vec!["$.steps.b.output"; 400]}
+    ]})
+}
+
+/// `VmHWM` (peak) and `VmRSS` (now) of process `pid`, in bytes.
+fn resident(pid: u32) -> (usize, usize) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let field = |name: &str| {
+        let line = status.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{name}: {status}"));
+        line.split_whitespace().nth(1).unwrap().parse::<usize>().unwrap() * 1024
+    };
+    (field("VmHWM:"), field("VmRSS:"))
+}
+
+/// Row 1 at full concurrency: as many worst-case runs as the server has engine slots (its
+/// default cap), each from its own session over HTTP, against the example binary under an
+/// address-space cap of 64 MiB a slot, at least 2 GiB (4 GiB for the 64 slots of 16 cores, the
+/// cap under which 8 such runs used to abort the process), twice. Every run ends `partial` at its 16 MiB memory bound, the process
+/// survives, its peak resident memory stays within the sizing rule of `docs/limits.md`
+/// (slots × 2 × `max_run_bytes` above its resting size), and what stays resident after the runs
+/// does not grow from one round to the next.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn engine_slots_times_the_run_bound_holds_in_resident_memory() {
+    let slots = std::thread::available_parallelism().map_or(4, |n| n.get() * 4).max(4);
+    let cap = (slots << 26).max(1 << 31);
+    let port = support::free_port();
+    let mut child = tokio::process::Command::new("prlimit")
+        .arg(format!("--as={cap}"))
+        .arg("--")
+        .arg(support::example_binary("workflow"))
+        .args(["--http", &format!("127.0.0.1:{port}")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("prlimit runs the example binary");
+    let pid = child.id().unwrap();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+        assert!(
+            Instant::now() < deadline && child.try_wait().unwrap().is_none(),
+            "the server did not listen"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let program = small_items_copied();
+    let size = program.to_string().len();
+    assert!((20_000..30_000).contains(&size), "{size}");
+    let mut conns = Vec::new();
+    for _ in 0..slots {
+        let mut conn = Conn::http(&url, support::HttpStyle::Plain);
+        conn.initialize(true).await;
+        conns.push(conn);
+    }
+    let (_, resting) = resident(pid);
+    let bound = 16usize << 20;
+    let mut after = Vec::new();
+    for round in 0..2 {
+        let runs = conns.drain(..).map(|mut conn| {
+            let program = program.clone();
+            tokio::spawn(async move {
+                let run = conn.call_ok("run_workflow", json!({"workflow": program})).await;
+                (conn, run)
+            })
+        });
+        for run in futures::future::join_all(runs.collect::<Vec<_>>()).await {
+            let (conn, run) = run.expect("the run's task");
+            assert_eq!(run["outcome"], memory_bound(bound), "round {round}");
+            conns.push(conn);
+        }
+        assert!(child.try_wait().unwrap().is_none(), "the server exited");
+        let (peak, now) = resident(pid);
+        eprintln!(
+            "round {round}: {slots} runs; resting {} MiB, peak {} MiB, after {} MiB",
+            resting >> 20,
+            peak >> 20,
+            now >> 20
+        );
+        assert!(peak - resting <= slots * 2 * bound, "peak {peak} from {resting}");
+        after.push(now);
+    }
+    // Nothing a run held is kept: the second round leaves no more resident than the first.
+    assert!(after[1] <= after[0] + bound, "{after:?}");
+    assert!(after[1] - resting <= slots * bound, "resting {resting}, after {after:?}");
+    let listed = conns[0].tools_list().await;
+    assert!(!listed.is_empty());
+}

@@ -61,6 +61,7 @@ mod conformance;
 mod engine_bounds;
 mod execution_bounds;
 mod expansion;
+mod fair_slots;
 mod frames;
 mod hostile_calls;
 mod hostile_state;

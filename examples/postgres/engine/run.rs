@@ -12,7 +12,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use pilotage::engine::call::json_size;
 use pilotage::engine::run::StopSignal;
 use pilotage::engine::{Budget, Failure, Signal, ValidateRequest};
 use pilotage::prelude::*;
@@ -114,7 +113,7 @@ async fn statement(tx: &Transaction<'_>, c: &Checked, params: &[Text]) -> Result
         let row = Json::Array(cells);
         // Rows are held until the run ends: charged to the run's byte budget, so large rows end
         // the run at its memory bound instead of building an unbounded answer.
-        if !budget.charge(json_size(&row)) {
+        if !budget.charge_value(&row) {
             let message = format!(
                 "the rows read so far exceed the run's memory bound of {} bytes (after {} rows)",
                 budget.limit(),

@@ -8,7 +8,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use pilotage::engine::call::json_size;
 use pilotage::engine::ValidateRequest;
 use pilotage::engine::{Budget, Failure};
 use pilotage::prelude::*;
@@ -102,7 +101,7 @@ fn statement(
         let row = Json::Array(cells);
         // Each row read is held until the run ends: charged to the run's byte budget, so many
         // large rows end the run at its memory bound instead of building an unbounded answer.
-        if !budget.charge(json_size(&row)) {
+        if !budget.charge_value(&row) {
             let message = format!(
                 "the rows read so far exceed the run's memory bound of {} bytes (after {} rows)",
                 budget.limit(),

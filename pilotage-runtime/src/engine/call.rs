@@ -11,7 +11,7 @@
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// Whether an engine call must stop: cancelled by the runtime (its deadline passed, the client
@@ -21,19 +21,34 @@ pub struct Signal(Arc<SignalState>);
 
 #[derive(Debug)]
 struct SignalState {
-    deadline: Option<Instant>,
+    /// Set once: at creation ([`Signal::until`]), or when the engine call starts.
+    deadline: OnceLock<Instant>,
     cancelled: AtomicBool,
 }
 
 impl Signal {
     /// A signal that fires at `deadline` or when cancelled.
     pub fn until(deadline: Instant) -> Self {
-        Signal(Arc::new(SignalState { deadline: Some(deadline), cancelled: AtomicBool::new(false) }))
+        let signal = Self::unbounded();
+        let _ = signal.0.deadline.set(deadline);
+        signal
     }
 
     /// A signal that fires only when cancelled.
     pub fn unbounded() -> Self {
-        Signal(Arc::new(SignalState { deadline: None, cancelled: AtomicBool::new(false) }))
+        Signal(Arc::new(SignalState { deadline: OnceLock::new(), cancelled: AtomicBool::new(false) }))
+    }
+
+    /// Start the clock of a signal made without a deadline: it fires `time` from now. The
+    /// runtime starts an engine call's clock when the call gets its engine slot, so the wait for
+    /// a slot does not eat the call's own time. No effect on a signal that has a deadline.
+    pub(crate) fn start(&self, time: Duration) {
+        let _ = self.0.deadline.set(Instant::now() + time);
+    }
+
+    /// The deadline, once the clock started.
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        self.0.deadline.get().copied()
     }
 
     /// Fire the signal.
@@ -48,12 +63,12 @@ impl Signal {
 
     /// [`Signal::is_cancelled`] at `now`, for a caller that has just read the clock.
     pub(crate) fn is_cancelled_at(&self, now: Instant) -> bool {
-        self.0.cancelled.load(Ordering::Relaxed) || self.0.deadline.is_some_and(|d| now >= d)
+        self.0.cancelled.load(Ordering::Relaxed) || self.0.deadline.get().is_some_and(|d| now >= *d)
     }
 
     /// Time left before the deadline (`None`: no deadline).
     pub fn remaining(&self) -> Option<Duration> {
-        self.0.deadline.map(|d| d.saturating_duration_since(Instant::now()))
+        self.0.deadline.get().map(|d| d.saturating_duration_since(Instant::now()))
     }
 
     /// The signal of the engine call running on this thread (unbounded outside one).
@@ -63,7 +78,8 @@ impl Signal {
 }
 
 /// A count of bytes one engine call may still make the server hold (step inputs and outputs,
-/// trace entries, values an engine builds). Shared by clones; once spent, every charge fails.
+/// trace entries, values an engine builds), counted as memory, not as JSON text (see
+/// [`Budget::charge_value`]). Shared by clones; once spent, every charge fails.
 #[derive(Clone, Debug)]
 pub struct Budget(Arc<BudgetState>);
 
@@ -92,6 +108,12 @@ impl Budget {
         let before =
             self.0.spent.fetch_update(Ordering::Relaxed, Ordering::Relaxed, update).unwrap_or(usize::MAX);
         fits(before)
+    }
+
+    /// Spend what `v` holds in memory ([`value_memory`](super::memory::value_memory)), not the
+    /// length of its text: charge every value the engine builds or copies this way.
+    pub fn charge_value(&self, v: &serde_json::Value) -> bool {
+        self.charge(super::memory::value_memory(v))
     }
 
     /// Whether a charge has failed.

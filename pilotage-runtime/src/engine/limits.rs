@@ -26,8 +26,10 @@ pub struct Limits {
     pub max_depth: usize,
     /// Bytes one engine call may make the server hold: trace entries (step ids, inputs,
     /// outputs), diagnostics and plan steps, and what the engine charges to
-    /// [`Budget`](super::Budget) for the values it builds. Past it a run ends `partial`, a
-    /// validation with `bounds_exceeded`.
+    /// [`Budget`](super::Budget) for the values it builds, values counted as the memory they
+    /// take ([`value_memory`](super::memory::value_memory)), not as their JSON text. Past it a
+    /// run ends `partial`, a validation with `bounds_exceeded`. A process holds at most about
+    /// twice this per engine slot at once (`docs/limits.md`).
     pub max_run_bytes: usize,
     /// Runs one session keeps per Language under `"session"` retention; the oldest are evicted
     /// past it.

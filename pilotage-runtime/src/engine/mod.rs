@@ -11,6 +11,7 @@ pub mod caller;
 pub mod catalog;
 pub mod finish;
 pub mod limits;
+pub mod memory;
 pub mod plain;
 pub mod progress;
 pub mod recorder;

@@ -5,7 +5,8 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use super::call::{value_size, Bounds, Budget, Signal};
+use super::call::{Bounds, Budget, Signal};
+use super::memory::value_memory;
 use super::progress::Progress;
 use crate::model::diagnostic::Diagnostic;
 use crate::model::trace::TraceStep;
@@ -173,9 +174,9 @@ impl RecorderState {
         self.work += 1;
         true
     }
-    /// Charge the bytes a value adds to the trace; false once the budget is spent.
+    /// Charge the memory a value adds to the trace; false once the budget is spent.
     pub(super) fn charge(&mut self, v: Option<&serde_json::Value>) -> bool {
-        self.budget.charge(v.map_or(0, value_size))
+        self.budget.charge(v.map_or(0, value_memory))
     }
     pub(super) fn push(&mut self, step: TraceStep) -> Option<usize> {
         self.push_at(step, Instant::now())
@@ -186,9 +187,12 @@ impl RecorderState {
         if !self.spend_at(now) {
             return None;
         }
-        // The entry, its input and its output, charged at once.
-        let value = |v: Option<&serde_json::Value>| v.map_or(0, value_size);
-        let size = step.id.len() + 64 + value(step.input.as_ref()) + value(step.output.as_ref());
+        // The entry, its input and its output, charged at once, as the memory they hold.
+        let value = |v: Option<&serde_json::Value>| v.map_or(0, value_memory);
+        let size = step.id.len()
+            + std::mem::size_of::<TraceStep>()
+            + value(step.input.as_ref())
+            + value(step.output.as_ref());
         if !self.budget.charge(size) {
             return None;
         }

@@ -136,8 +136,10 @@ impl<S: RunStatus> Run<S> {
     }
 
     /// The Run's byte budget: charge the values the engine builds (resolved references,
-    /// copies of large inputs) so a program cannot make the server hold unbounded memory; a
-    /// failed charge means stop. Step inputs and outputs are charged by the runtime.
+    /// copies of large inputs) with [`Budget::charge_value`](super::Budget::charge_value), the
+    /// memory they take, before building them, so a program cannot make the server hold
+    /// unbounded memory; a failed charge means stop. Step inputs and outputs are charged by the
+    /// runtime the same way.
     pub fn budget(&self) -> super::call::Budget {
         self.recorder.budget()
     }

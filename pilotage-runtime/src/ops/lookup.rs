@@ -21,7 +21,7 @@ pub(crate) async fn lookup(ctx: Ctx<'_>, args: &Args) -> Reply {
             info.spec.name
         )));
     }
-    let snap = match ctx.snapshot_now().await {
+    let snap = match ctx.snapshot_to_look_up().await {
         Ok(snap) => snap,
         Err(e) => return Reply::error(e),
     };

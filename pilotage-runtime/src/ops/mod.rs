@@ -10,6 +10,7 @@ pub(crate) mod learn;
 pub(crate) mod lookup;
 pub(crate) mod plain;
 pub(crate) mod promote;
+pub(crate) mod slots;
 pub(crate) mod threads;
 pub(crate) mod trace_fetch;
 pub(crate) mod validate;
@@ -17,11 +18,10 @@ pub(crate) mod watch;
 
 use std::sync::Arc;
 
+use self::call::{CallEnd, EngineCall, Lane};
+use self::slots::{LaneKind, Slots};
 use serde::Serialize;
 use serde_json::{Map, Value};
-use tokio::sync::Semaphore;
-
-use self::call::{CallEnd, EngineCall};
 
 use crate::engine::{CatalogSnapshot, Engine, LanguageSpec, Limits};
 use crate::model::capabilities::{Capability, CapabilityDeclaration};
@@ -75,8 +75,8 @@ pub(crate) struct Ctx<'a> {
     pub index: usize,
     pub session: &'a Arc<Session>,
     pub stores: &'a Stores,
-    /// The server-wide slots for concurrent engine calls.
-    pub slots: &'a Arc<Semaphore>,
+    /// The server's engine slots, shared fairly between callers.
+    pub slots: &'a Arc<Slots>,
 }
 
 impl Ctx<'_> {
@@ -112,23 +112,39 @@ impl Ctx<'_> {
         if !self.lang.effective.declares(Capability::Catalog) {
             return Ok(None);
         }
-        self.snapshot_of(promoted).await.map(Some)
+        self.snapshot_of(promoted, LaneKind::Engine).await.map(Some)
     }
 
     /// The caller's current snapshot (catalog-bearing Languages).
     pub async fn snapshot_now(&self) -> OpResult<Arc<CatalogSnapshot>> {
         let promoted = self.promotions().await?;
-        self.snapshot_of(&promoted).await
+        self.snapshot_of(&promoted, LaneKind::Engine).await
+    }
+
+    /// [`Ctx::snapshot_now`] for a catalog look-up, which a flood of runs cannot starve: it
+    /// takes a free engine slot, else waits in the look-up lane.
+    pub async fn snapshot_to_look_up(&self) -> OpResult<Arc<CatalogSnapshot>> {
+        let promoted = self.promotions().await?;
+        self.snapshot_of(&promoted, LaneKind::Lookup).await
+    }
+
+    /// Who this operation's engine calls are made for, and in which lane of slots.
+    pub fn lane(&self, kind: LaneKind) -> Lane {
+        Lane { slots: self.slots.clone(), caller: Arc::from(self.session.caller.id.to_string()), kind }
     }
 
     /// The engine's snapshot, an engine call like any other, plus the caller's promoted
     /// programs `promoted`, remembered for `changed_since`.
-    async fn snapshot_of(&self, promoted: &[Arc<Promoted>]) -> OpResult<Arc<CatalogSnapshot>> {
+    async fn snapshot_of(
+        &self,
+        promoted: &[Arc<Promoted>],
+        kind: LaneKind,
+    ) -> OpResult<Arc<CatalogSnapshot>> {
         let (engine, caller) = (self.engine(), self.session.caller.clone());
         // A snapshot is part of a validation, a run or a lookup: bounded like the shorter of
         // a validation and a tool call.
         let limits = &self.lang.limits;
-        let call = EngineCall::new(limits, limits.validate_time.min(limits.tool_time), self.slots);
+        let call = EngineCall::new(limits, limits.validate_time.min(limits.tool_time), self.lane(kind));
         let engine_snapshot = match call.run(move || engine.catalog_snapshot(&caller)).await {
             Ok(found) => found.ok_or_else(no_snapshot)?,
             Err(end) => return Err(call_failed(self, "the catalog snapshot", &call, end)),
@@ -138,17 +154,14 @@ impl Ctx<'_> {
 
     /// An engine call bounded like a tool: `tool_time` and the Language's byte bounds.
     pub fn tool_call(&self) -> EngineCall {
-        EngineCall::new(&self.lang.limits, self.lang.limits.tool_time, self.slots)
+        EngineCall::new(&self.lang.limits, self.lang.limits.tool_time, self.lane(LaneKind::Engine))
     }
 }
 
 /// The request error for an engine call that ended without a value.
 pub(crate) fn call_failed(ctx: &Ctx<'_>, what: &str, call: &EngineCall, end: CallEnd) -> RequestError {
     match end {
-        CallEnd::Busy => RequestError::new(
-            ErrorKind::BoundsExceeded,
-            format!("{what} could not start: every engine slot of this server stayed busy; retry later"),
-        ),
+        CallEnd::Busy(full, waited) => RequestError::new(ErrorKind::BoundsExceeded, full.why(what, waited)),
         CallEnd::TimedOut => RequestError::new(
             ErrorKind::BoundsExceeded,
             format!("{what} exceeded its time bound of {:?}", call.time),

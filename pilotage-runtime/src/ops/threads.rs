@@ -1,6 +1,13 @@
-//! The threads engine calls run on: never the async workers. A few process-wide engine threads
-//! (one per core, at most [`MAX_THREADS`]) take a call at once when one of them is free, and
-//! the rest go to tokio's blocking pool, so a call never waits behind another one.
+//! The threads engine calls run on: never the async workers. Process-wide engine threads (one
+//! per core, see [`engine_threads`]) take a call at once when one of them is free, and the rest
+//! go to tokio's blocking pool, so a call never waits behind another one.
+//!
+//! Sizing: engine code is CPU work, so one engine thread per core lets every core run an engine
+//! call without a blocking-pool hand-off, on 2 cores as on 64 (a fixed cap of 8 left half of a
+//! 16-core machine to the slower path, issue 33). Calls past them (engines that wait on I/O,
+//! bursts) go to the blocking pool, whose default size (512 threads) is above the server's
+//! default cap on concurrent engine calls (4 per core) up to 128 cores; the cap on engine calls
+//! (`ServerBuilder::max_engine_calls`), not the pool, is what bounds them.
 //!
 //! The engine threads make the hand-off cheap when the server is not busy. Waking a sleeping
 //! thread costs tens of microseconds on a virtual machine, more than a small validation itself
@@ -34,8 +41,14 @@ pub(crate) const LINGER: Duration = Duration::from_micros(500);
 /// its worker waits like any other task.
 pub(crate) const POLL: Duration = Duration::from_millis(1);
 
-/// Most engine threads, whatever the core count.
-const MAX_THREADS: usize = 8;
+/// Most engine threads, whatever the core count reported: a bound on what a misreported core
+/// count could make the process start, far above the machines this runs on.
+const MAX_THREADS: usize = 256;
+
+/// The engine threads of this process: one per available core, at most [`MAX_THREADS`].
+pub(crate) fn engine_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_THREADS)
+}
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -64,8 +77,7 @@ struct Waiting {
 fn threads() -> &'static Threads {
     static THREADS: OnceLock<Threads> = OnceLock::new();
     THREADS.get_or_init(|| {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        for i in 0..cores.min(MAX_THREADS) {
+        for i in 0..engine_threads() {
             // A thread that cannot be started is one fewer fast path; calls then go to the pool.
             let _ =
                 std::thread::Builder::new().name(format!("pilotage-engine-{i}")).spawn(|| threads().serve());
@@ -228,7 +240,7 @@ mod tests {
 
     use tokio::time::Instant as TokioInstant;
 
-    use crate::ops::threads::{spawn, MAX_THREADS};
+    use crate::ops::threads::{engine_threads, spawn};
 
     fn later(ms: u64) -> TokioInstant {
         TokioInstant::now() + Duration::from_millis(ms)
@@ -252,7 +264,7 @@ mod tests {
     async fn more_waiting_calls_than_engine_threads_all_run_at_once() {
         // Each call waits until all have started: with fewer threads than calls this finishes
         // only because the calls past the engine threads go to the blocking pool.
-        let n = MAX_THREADS + 3;
+        let n = engine_threads() + 3;
         let started = Arc::new(AtomicUsize::new(0));
         let answers: Vec<_> = (0..n)
             .map(|_| {
@@ -309,6 +321,12 @@ mod tests {
         assert_eq!(answer.until(later(20)).await, None);
         let waited = started.elapsed();
         assert!(waited >= Duration::from_millis(20) && waited < Duration::from_millis(250), "{waited:?}");
+    }
+
+    #[test]
+    fn there_is_one_engine_thread_per_core() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(engine_threads(), cores.min(256));
     }
 
     #[tokio::test]

@@ -142,22 +142,22 @@ fn check_size(ctx: Ctx<'_>, program: &Value) -> OpResult<()> {
 async fn call_validator(ctx: Ctx<'_>, request: ValidateRequest, keep_plan: bool) -> OpResult<ValidationCore> {
     let limits = ctx.lang.limits;
     let engine = ctx.engine();
-    let call = EngineCall::new(&limits, limits.validate_time, ctx.slots);
-    let started = std::time::Instant::now();
+    let call = EngineCall::new(&limits, limits.validate_time, ctx.lane(super::slots::LaneKind::Engine));
     let judge = move || match keep_plan {
         true => engine.validate_program(&request),
         false => counting_steps(|| engine.validate_program(&request)),
     };
     let ended = if limits.isolate_validation { call.run(judge).await } else { call.run_inline(judge) };
     match ended {
-        Ok(_) if started.elapsed() > limits.validate_time => Err(too_slow(&limits)),
+        // Its clock started when it got its slot: the wait is not its time.
+        Ok(_) if call.expired() => Err(too_slow(&limits)),
         Ok(core) => Ok(core),
         Err(CallEnd::TimedOut) => Err(too_slow(&limits)),
         Err(CallEnd::Panicked) => {
             tracing::error!(language = ctx.lang.spec.name, "the validator panicked");
             Err(RequestError::internal("the validator failed; the program was not judged"))
         }
-        Err(end @ CallEnd::Busy) => Err(super::call_failed(&ctx, "validation", &call, end)),
+        Err(end @ CallEnd::Busy(..)) => Err(super::call_failed(&ctx, "validation", &call, end)),
     }
 }
 

@@ -18,6 +18,7 @@ use crate::model::capabilities::CapabilityDeclaration;
 use crate::model::check::SchemaCheck;
 use crate::model::declaration::Retention;
 use crate::model::manifest::{EXTENSION_ID, PILOTAGE_VERSION};
+use crate::ops::slots::Slots;
 use crate::ops::{learn, Hosted};
 use crate::state::session::StatelessSessions;
 use crate::state::SharedState;
@@ -51,6 +52,7 @@ pub struct ServerBuilder {
     state: Option<Arc<dyn SharedState>>,
     stateless: bool,
     max_engine_calls: Option<usize>,
+    engine_share: Option<usize>,
     principals: Option<(usize, std::time::Duration)>,
     identity: Identity,
 }
@@ -106,11 +108,22 @@ impl ServerBuilder {
     }
 
     /// The most engine calls (validations, runs, catalog snapshots, plain tools) running at
-    /// once, server-wide. Past it a call waits for a slot until its own deadline and is then
+    /// once, server-wide. Past it a call waits for a slot as long as its own time bound (a
+    /// task: within its time to live), its clock starting only once it has one, and is then
     /// refused with `bounds_exceeded`, so a flood queues instead of starving the transport.
-    /// Default: four per available core, at least 4.
+    /// Catalog look-ups also have a lane of their own (a quarter of `n`, at least 2), so runs
+    /// never starve them. Default: four per available core, at least 4.
     pub fn max_engine_calls(mut self, n: usize) -> Self {
         self.max_engine_calls = Some(n.max(1));
+        self
+    }
+
+    /// The most engine slots one caller holds at once (at least 1, at most
+    /// [`max_engine_calls`](Self::max_engine_calls)): its further calls wait behind its own,
+    /// and other callers keep the rest. Default: half of the slots, rounded up, so that no
+    /// caller holds every slot of a server with two or more.
+    pub fn max_engine_calls_per_caller(mut self, n: usize) -> Self {
+        self.engine_share = Some(n.max(1));
         self
     }
 
@@ -185,9 +198,11 @@ impl ServerBuilder {
                 let (max, idle) = self.principals.unwrap_or((1_024, std::time::Duration::from_secs(600)));
                 StatelessSessions::new(max, idle)
             },
-            slots: Arc::new(tokio::sync::Semaphore::new(
-                self.max_engine_calls.unwrap_or_else(default_engine_calls),
-            )),
+            slots: {
+                let max = self.max_engine_calls.unwrap_or_else(default_engine_calls);
+                let share = self.engine_share.unwrap_or_else(|| Slots::default_share(max));
+                Arc::new(Slots::new(max, share))
+            },
             identity: self.identity,
         };
         Ok(Server { shared: Arc::new(shared) })

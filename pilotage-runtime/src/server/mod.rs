@@ -52,7 +52,7 @@ pub(crate) struct Shared {
     stores: Stores,
     stateless: StatelessSessions,
     /// Slots for concurrent engine calls, server-wide.
-    slots: Arc<tokio::sync::Semaphore>,
+    slots: Arc<crate::ops::slots::Slots>,
     /// How callers are told apart.
     pub(crate) identity: identity::Identity,
 }

@@ -122,7 +122,13 @@ async fn run(
             })
         }),
     };
-    let reply = call(&shared, &session, &name, args, &watch).await;
+    // The task's engine calls wait for a slot within its time to live (less the longest its
+    // execute may take once it has one), instead of failing when the server is busy.
+    let limits =
+        shared.langs.iter().find(|l| l.spec.name == record.language).map(|l| l.limits).unwrap_or_default();
+    let wait = limits.task_ttl.saturating_sub(crate::ops::execute::longest_run(&limits));
+    let until = tokio::time::Instant::now() + wait;
+    let reply = crate::ops::call::waiting_until(until, call(&shared, &session, &name, args, &watch)).await;
     record.steps_done = live.steps_done() as u64;
     record.updated_at = rfc3339(now_ms());
     match reply {

@@ -103,11 +103,12 @@ fn busy() -> RequestError {
 const MARGIN: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The longest an execute under `limits` may take from its start to its end: its snapshot,
-/// validation and run, and a margin for the store: how long a working task of another replica
-/// may go without moving before it is reported failed. (An idempotency claim is held by a
-/// short lease its claimant renews instead: [`idempotency::LEASE`].)
+/// validation and run, each after waiting for an engine slot at most as long as its own time
+/// (`ops::call`), and a margin for the store: how long a working task of another replica may go
+/// without moving before it is reported failed. (An idempotency claim is held by a short lease
+/// its claimant renews instead: [`idempotency::LEASE`].)
 pub(crate) fn longest_run(limits: &crate::engine::Limits) -> std::time::Duration {
-    limits.tool_time + limits.validate_time + limits.execute_time + MARGIN
+    2 * (limits.tool_time + limits.validate_time + limits.execute_time) + MARGIN
 }
 
 /// The text summary of an execute response.

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::well_formed::{Runnable, WellFormed};
-use crate::engine::call::value_size;
+use crate::engine::memory::value_memory;
 use crate::engine::{CatalogSnapshot, ExecuteRequest, FinishCore, Recorder};
 use crate::model::declaration::{Retention, TraceLevel};
 use crate::model::diagnostic::Diagnostic;
@@ -79,7 +79,7 @@ pub(crate) async fn run_checked(
         test_run: checked.test_run,
     };
     let limits = &ctx.lang.limits;
-    let call = EngineCall::new(limits, limits.execute_time, ctx.slots);
+    let call = EngineCall::new(limits, limits.execute_time, ctx.lane(crate::ops::slots::LaneKind::Engine));
     let recorder = Recorder::bounded(limits.max_steps, &call.bounds);
     if let Some(started) = &watch.started {
         started(&run_id, &recorder);
@@ -217,7 +217,7 @@ async fn call_engine(
             tracing::error!(language = ctx.lang.spec.name, "the engine panicked");
             Ok(Ended::Panicked)
         }
-        Err(end @ CallEnd::Busy) => Err(crate::ops::call_failed(&ctx, "the run", call, end)),
+        Err(end @ CallEnd::Busy(..)) => Err(crate::ops::call_failed(&ctx, "the run", call, end)),
         Ok(Err(_aborted)) => Ok(Ended::TimedOut),
         // An engine that stopped short at its deadline (its Run turned inert) stopped because of
         // it, whichever of it and the timer was first.
@@ -276,7 +276,7 @@ fn classify(
             (Outcome::failure("error", "the input failed binding after execution began"), None)
         }
         Ended::Finished(finish)
-            if !recorder.budget().charge(finish.output.as_ref().map_or(0, value_size)) =>
+            if !recorder.budget().charge(finish.output.as_ref().map_or(0, value_memory)) =>
         {
             (
                 Outcome::failure(
