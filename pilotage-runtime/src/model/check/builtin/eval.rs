@@ -2,12 +2,13 @@
 
 use serde_json::{Map, Value};
 
-use super::budget::Budget;
+use super::budget::{path_cost, text_cost, Budget};
+use super::equality::{json_eq, unique};
 use super::faults::Fault;
 use super::messages::{messages, missing, shown, MORE_THAN_ONE, NOT_ANY};
 use super::names::{escape, has, is_known, property};
 use super::tree::{Dep, Kw, Node, ARRAY, BOOLEAN, INTEGER, NULL, NUMBER, OBJECT, STRING};
-use super::values::{is_integer, is_multiple, json_eq, unique};
+use super::values::{is_integer, is_multiple};
 
 /// One step of an instance location.
 #[derive(Debug, Clone, Copy)]
@@ -41,31 +42,35 @@ impl Run<'_> {
         out
     }
 
+    /// A fault here, its location charged to the work bound.
     fn fault(&mut self, message: String) {
         if !self.full() {
             let path = self.here();
-            self.faults.push(Fault { path, message });
+            if self.budget.charge(path_cost(&path)) {
+                self.faults.push(Fault { path, message });
+            }
         }
     }
 }
 
-/// Every fault of `instance` against `nodes`, at most `max` of them (see [`super::BuiltIn::faults`]).
-pub(super) fn faults(nodes: &[Node], instance: &Value, max: usize) -> Vec<Fault> {
-    let eval = Eval { nodes };
-    // Conforming instances are the common case: the cheaper question first, describing
-    // faults (and tracking where they are) only when there are some.
-    if max == 0 || is_valid(nodes, instance) {
-        return Vec::new();
+/// Every fault of `instance` against `nodes`, at most `max` of them (see
+/// [`super::BuiltIn::faults`]), and the work the check did.
+pub(super) fn faults(nodes: &[Node], instance: &Value, max: usize) -> (Vec<Fault>, u64) {
+    if max == 0 {
+        return (Vec::new(), 0);
     }
+    // One pass: the instance is evaluated once, describing faults as it finds them, and a
+    // check stopped by its bound is not run again.
     let mut run = Run { budget: Budget::default(), path: Vec::new(), faults: Vec::new(), max };
-    eval.collect(&mut run, 0, instance);
+    Eval { nodes }.collect(&mut run, 0, instance);
+    let used = run.budget.used();
     match run.budget.stop {
-        Some(stop) => vec![stop.fault()],
-        None => run.faults,
+        Some(stop) => (vec![stop.fault()], used),
+        None => (run.faults, used),
     }
 }
 
-/// Whether `instance` conforms to `nodes` (no fault is described).
+/// Whether `instance` conforms to `nodes` (no fault is described), within the work bound.
 pub(super) fn is_valid(nodes: &[Node], instance: &Value) -> bool {
     let mut budget = Budget::default();
     Eval { nodes }.valid(&mut budget, 0, instance) && budget.stop.is_none()
@@ -80,7 +85,7 @@ impl Eval<'_> {
     /// Whether `value` conforms to node `id`.
     fn valid(&self, budget: &mut Budget, id: usize, value: &Value) -> bool {
         let Some(node) = self.nodes.get(id) else { return true };
-        if !budget.enter() {
+        if !budget.enter(node.kws.len()) {
             return false;
         }
         let ok = node.kws.iter().all(|kw| self.valid_kw(budget, kw, value));
@@ -90,15 +95,18 @@ impl Eval<'_> {
 
     fn valid_kw(&self, budget: &mut Budget, kw: &Kw, value: &Value) -> bool {
         match (kw, value) {
-            (Kw::Properties(props), Value::Object(members)) => members
-                .iter()
-                .all(|(name, member)| property(props, name).is_none_or(|id| self.valid(budget, id, member))),
+            (Kw::Properties(props), Value::Object(members)) => members.iter().all(|(name, member)| {
+                read_name(budget, name)
+                    && property(props, name).is_none_or(|id| self.valid(budget, id, member))
+            }),
             (Kw::Additional { known, rest: Some(id) }, Value::Object(members)) => {
-                members.iter().all(|(name, member)| is_known(known, name) || self.valid(budget, *id, member))
+                members.iter().all(|(name, member)| {
+                    read_name(budget, name) && (is_known(known, name) || self.valid(budget, *id, member))
+                })
             }
-            (Kw::PropertyNames(id), Value::Object(members)) => {
-                members.keys().all(|name| self.valid(budget, *id, &Value::String(name.clone())))
-            }
+            (Kw::PropertyNames(id), Value::Object(members)) => members
+                .keys()
+                .all(|name| read_name(budget, name) && self.valid(budget, *id, &Value::String(name.clone()))),
             (Kw::PrefixItems(ids), Value::Array(items)) => {
                 items.iter().zip(ids).all(|(item, id)| self.valid(budget, *id, item))
             }
@@ -109,9 +117,9 @@ impl Eval<'_> {
                 self.contains_ok(budget, *node, *min, *max, items)
             }
             (Kw::Dependencies(deps), Value::Object(members)) => deps.iter().all(|(name, dep)| {
-                !has(members, name)
+                !(read_name(budget, name) && has(members, name))
                     || match dep {
-                        Dep::Required(names) => names.iter().all(|n| has(members, n)),
+                        Dep::Required(names) => all_present(budget, names, members),
                         Dep::Schema(id) => self.valid(budget, *id, value),
                     }
             }),
@@ -169,7 +177,7 @@ impl Eval<'_> {
     /// Collects the faults of `value` against node `id` into `run`.
     fn collect<'i>(&self, run: &mut Run<'i>, id: usize, value: &'i Value) {
         let Some(node) = self.nodes.get(id) else { return };
-        if run.full() || !run.budget.enter() {
+        if run.full() || !run.budget.enter(node.kws.len()) {
             return;
         }
         for kw in &node.kws {
@@ -211,6 +219,9 @@ impl Eval<'_> {
     /// `properties` and a schema `additionalProperties`.
     fn collect_members<'i>(&self, run: &mut Run<'i>, kw: &Kw, members: &'i Map<String, Value>) {
         for (name, member) in members {
+            if run.full() || !read_name(&mut run.budget, name) {
+                return;
+            }
             let id = match kw {
                 Kw::Properties(props) => property(props, name),
                 Kw::Additional { known, rest } => rest.filter(|_| !is_known(known, name)),
@@ -225,6 +236,9 @@ impl Eval<'_> {
     /// `prefixItems` and `items` (or `additionalItems` past a tuple).
     fn collect_items<'i>(&self, run: &mut Run<'i>, kw: &Kw, items: &'i [Value]) {
         for (i, item) in items.iter().enumerate() {
+            if run.full() || !run.budget.spend() {
+                return;
+            }
             let id = match kw {
                 Kw::PrefixItems(ids) => ids.get(i).copied(),
                 Kw::Items { skip, node } => Some(*node).filter(|_| i >= *skip),
@@ -245,9 +259,19 @@ impl Eval<'_> {
         members: &Map<String, Value>,
         value: &'i Value,
     ) {
-        for (_, dep) in deps.iter().filter(|(name, _)| has(members, name)) {
+        for (name, dep) in deps {
+            if !read_name(&mut run.budget, name) {
+                return;
+            }
+            if !has(members, name) {
+                continue;
+            }
             match dep {
-                Dep::Required(names) => missing(names, members).for_each(|m| run.fault(m)),
+                Dep::Required(names) => {
+                    if !all_present(&mut run.budget, names, members) {
+                        missing(names, members).for_each(|m| run.fault(m))
+                    }
+                }
                 Dep::Schema(id) => self.collect(run, *id, value),
             }
         }
@@ -283,7 +307,7 @@ impl Eval<'_> {
     fn collect_names(&self, run: &mut Run<'_>, id: usize, members: &Map<String, Value>) {
         let here = run.here();
         for name in members.keys() {
-            if run.full() || run.budget.stop.is_some() {
+            if run.full() || !read_name(&mut run.budget, name) {
                 return;
             }
             let name = Value::String(name.clone());
@@ -302,22 +326,34 @@ fn leaf_ok(budget: &mut Budget, kw: &Kw, value: &Value) -> bool {
     match (kw, value) {
         (Kw::False, _) => false,
         (Kw::Type(bits), _) => type_ok(*bits, value),
-        (Kw::Const(expected), _) => json_eq(expected, value),
-        (Kw::Enum(options), _) => options.iter().any(|option| json_eq(option, value)),
+        (Kw::Const(expected), _) => json_eq(budget, expected, value),
+        (Kw::Enum(options), _) => options.iter().any(|option| json_eq(budget, option, value)),
         (Kw::Bound(bound, limit), Value::Number(n)) => bound.holds(n, limit),
         (Kw::MultipleOf(multiple), Value::Number(n)) => is_multiple(n, *multiple),
-        (Kw::Length(limit, n), Value::String(s)) => limit.holds(length(s.chars().count()), *n),
+        (Kw::Length(limit, n), Value::String(s)) => {
+            budget.charge(text_cost(s)) && limit.holds(length(s.chars().count()), *n)
+        }
         (Kw::ItemCount(limit, n), Value::Array(items)) => limit.holds(length(items.len()), *n),
         (Kw::PropCount(limit, n), Value::Object(members)) => limit.holds(length(members.len()), *n),
-        (Kw::Required(names), Value::Object(members)) => names.iter().all(|n| has(members, n)),
+        (Kw::Required(names), Value::Object(members)) => all_present(budget, names, members),
         (Kw::UniqueItems, Value::Array(items)) => unique(budget, items),
         (Kw::Additional { known, rest: None }, Value::Object(members)) => {
-            members.keys().all(|name| is_known(known, name))
+            members.keys().all(|name| read_name(budget, name) && is_known(known, name))
         }
         (Kw::NoMembers | Kw::NoNames, Value::Object(members)) => members.is_empty(),
         (Kw::NoMoreItems(n), Value::Array(items)) => items.len() <= *n,
         _ => true,
     }
+}
+
+/// Charges reading a member name (one unit, and its text): false once the bound is passed.
+fn read_name(budget: &mut Budget, name: &str) -> bool {
+    budget.charge(1 + text_cost(name))
+}
+
+/// Whether `members` has every one of `names`, each lookup charged.
+fn all_present(budget: &mut Budget, names: &[String], members: &Map<String, Value>) -> bool {
+    names.iter().all(|name| read_name(budget, name) && has(members, name))
 }
 
 fn length(n: usize) -> u64 {

@@ -19,9 +19,12 @@
 //! Hostile schemas and instances (promoted programs' schemas come from agents) are bounded:
 //! a schema nested deeper than 256 levels is refused, so is a `$ref` cycle that never descends
 //! into the instance (`{"$ref": "#"}`; `jsonschema` accepts it and checks nothing); evaluation
-//! stops past 512 nested subschemas or 1,000,000 units of work (one per subschema evaluation
-//! and per comparison of `uniqueItems`) with a fault saying so. Nothing here panics or
-//! recurses without a bound.
+//! stops past 512 nested subschemas or 1,000,000 units of work with a fault saying so. Work
+//! counts what a check reads, not only where it goes: each subschema and keyword evaluated,
+//! and each value, member name and 64 bytes of text a keyword reads (`const`, `enum` and
+//! `uniqueItems` compare and hash whole values; `minLength` measures whole strings), both
+//! passes of [`BuiltIn::faults`] on one budget (see the private `budget` module). Nothing
+//! here panics or recurses without a bound.
 //!
 //! Faults carry the instance location as a JSON Pointer and a message in the words of
 //! `jsonschema`; [`BuiltIn::faults`] collects them as its `iter_errors` does: `anyOf`,
@@ -30,6 +33,7 @@
 
 mod budget;
 mod compile;
+mod equality;
 mod eval;
 mod faults;
 mod messages;
@@ -67,7 +71,7 @@ impl BuiltIn {
     /// `iter_errors` finds them. An instance the check cannot finish within its bounds (work or
     /// depth) gets only one fault, at the root, saying so.
     pub fn faults(&self, instance: &Value, max: usize) -> Vec<Fault> {
-        eval::faults(&self.nodes, instance, max)
+        eval::faults(&self.nodes, instance, max).0
     }
 
     /// Whether `instance` conforms (the cheapest question: no fault is described).

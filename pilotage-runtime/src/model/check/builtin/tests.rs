@@ -5,6 +5,7 @@ use serde_json::{json, Value};
 use super::*;
 
 mod agreement;
+mod work;
 
 fn compiled(schema: &Value) -> BuiltIn {
     BuiltIn::new(schema).unwrap_or_else(|e| panic!("{schema}: {e}"))

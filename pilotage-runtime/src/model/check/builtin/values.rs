@@ -1,13 +1,8 @@
-//! JSON values: numbers, equality and uniqueness.
+//! JSON numbers: their exact order, and `multipleOf`.
 
 use std::cmp::Ordering;
-use std::collections::hash_map::DefaultHasher;
-use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
 
-use serde_json::{Number, Value};
-
-use super::budget::Budget;
+use serde_json::Number;
 
 /// A JSON number as serde_json holds it.
 #[derive(Debug, Clone, Copy)]
@@ -71,102 +66,6 @@ pub(super) fn is_integer(n: &Number) -> bool {
     match num(n) {
         Num::F(f) => f.is_finite() && f.fract() == 0.0,
         _ => true,
-    }
-}
-
-/// JSON equality (numbers by value, objects regardless of member order), without recursion.
-pub(super) fn json_eq(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Array(_), Value::Array(_)) | (Value::Object(_), Value::Object(_)) => containers_eq(a, b),
-        _ => scalars_eq(a, b),
-    }
-}
-
-fn scalars_eq(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Null, Value::Null) => true,
-        (Value::Bool(x), Value::Bool(y)) => x == y,
-        (Value::String(x), Value::String(y)) => x == y,
-        (Value::Number(x), Value::Number(y)) => compare_numbers(x, y) == Some(Ordering::Equal),
-        _ => false,
-    }
-}
-
-fn containers_eq(a: &Value, b: &Value) -> bool {
-    let mut stack = vec![(a, b)];
-    while let Some(pair) = stack.pop() {
-        match pair {
-            (Value::Array(x), Value::Array(y)) if x.len() == y.len() => stack.extend(x.iter().zip(y)),
-            (Value::Object(x), Value::Object(y)) if x.len() == y.len() => {
-                for (name, member) in x {
-                    let Some(other) = y.get(name) else { return false };
-                    stack.push((member, other));
-                }
-            }
-            (x, y) if scalars_eq(x, y) => {}
-            _ => return false,
-        }
-    }
-    true
-}
-
-/// `uniqueItems`: pairwise for a few items, by hash buckets for more; each comparison counts as
-/// work.
-pub(super) fn unique(budget: &mut Budget, items: &[Value]) -> bool {
-    if items.len() <= 15 {
-        for (i, x) in items.iter().enumerate() {
-            for y in items.iter().skip(i + 1) {
-                if !budget.spend() || json_eq(x, y) {
-                    return false;
-                }
-            }
-        }
-        return true;
-    }
-    let mut buckets: HashMap<u64, Vec<&Value>> = HashMap::new();
-    for x in items {
-        let mut hasher = DefaultHasher::new();
-        hash_value(x, 3, &mut hasher);
-        let bucket = buckets.entry(hasher.finish()).or_default();
-        for y in bucket.iter() {
-            if !budget.spend() || json_eq(x, y) {
-                return false;
-            }
-        }
-        bucket.push(x);
-    }
-    true
-}
-
-/// A hash agreeing with [`json_eq`] (equal values hash alike), looking `depth` levels deep.
-fn hash_value(value: &Value, depth: u8, hasher: &mut DefaultHasher) {
-    match value {
-        Value::Null => 0u8.hash(hasher),
-        Value::Bool(b) => (1u8, b).hash(hasher),
-        Value::Number(n) => {
-            let f = n.as_f64().unwrap_or(0.0);
-            (2u8, if f == 0.0 { 0 } else { f.to_bits() }).hash(hasher);
-        }
-        Value::String(s) => (3u8, s).hash(hasher),
-        Value::Array(items) => {
-            (4u8, items.len()).hash(hasher);
-            let Some(below) = depth.checked_sub(1) else { return };
-            for item in items {
-                hash_value(item, below, hasher);
-            }
-        }
-        Value::Object(members) => {
-            (5u8, members.len()).hash(hasher);
-            let Some(below) = depth.checked_sub(1) else { return };
-            let mut sum = 0u64;
-            for (name, member) in members {
-                let mut entry = DefaultHasher::new();
-                name.hash(&mut entry);
-                hash_value(member, below, &mut entry);
-                sum = sum.wrapping_add(entry.finish());
-            }
-            sum.hash(hasher);
-        }
     }
 }
 
