@@ -117,6 +117,8 @@ pub(crate) struct Probe {
     pub(crate) id: Value,
     /// Whether the frame is an `initialize` request.
     pub(crate) initialize: bool,
+    /// Whether the frame is a `ping` request.
+    pub(crate) ping: bool,
 }
 
 /// The [`Probe`] of `text`, or `None` when it is not a JSON object with a well-typed `id` and
@@ -133,9 +135,10 @@ pub(crate) fn probe(text: &[u8]) -> Option<Probe> {
         return None;
     }
     let shape: Shape<'_> = serde_json::from_slice(text).ok()?;
-    let initialize = shape.id.is_some() && shape.method.as_deref() == Some("initialize");
+    let request = |name: &str| shape.id.is_some() && shape.method.as_deref() == Some(name);
+    let (initialize, ping) = (request("initialize"), request("ping"));
     let id = shape.id.and_then(|id| serde_json::to_value(id).ok()).unwrap_or(Value::Null);
-    Some(Probe { id, initialize })
+    Some(Probe { id, initialize, ping })
 }
 
 /// The answer to JSON that rmcp could not read as a client message (`why`); `text` is the
@@ -448,11 +451,15 @@ mod tests {
     fn probe_reads_the_id_and_initialize_of_ordinary_frames_only() {
         let probe = |text: &str| probe(text.as_bytes());
         let init = r#"{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"deep":[[[1]]]}}"#;
-        assert_eq!(probe(init), Some(Probe { id: json!(7), initialize: true }));
+        assert_eq!(probe(init), Some(Probe { id: json!(7), initialize: true, ping: false }));
         let call = r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{}}"#;
-        assert_eq!(probe(call), Some(Probe { id: json!("a"), initialize: false }));
+        assert_eq!(probe(call), Some(Probe { id: json!("a"), initialize: false, ping: false }));
+        let ping = r#"{"jsonrpc":"2.0","id":8,"method":"ping"}"#;
+        assert_eq!(probe(ping), Some(Probe { id: json!(8), initialize: false, ping: true }));
         let note = r#"{"jsonrpc":"2.0","method":"initialize"}"#;
-        assert_eq!(probe(note), Some(Probe { id: Value::Null, initialize: false }));
+        assert_eq!(probe(note), Some(Probe { id: Value::Null, initialize: false, ping: false }));
+        let ping_note = r#"{"jsonrpc":"2.0","method":"ping"}"#;
+        assert_eq!(probe(ping_note), Some(Probe { id: Value::Null, initialize: false, ping: false }));
         // Judged in full instead: not JSON, not an object, an id of the wrong type, a method
         // that is not a string, a duplicate member, too deep to parse.
         for text in [
