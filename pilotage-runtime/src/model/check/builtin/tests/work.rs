@@ -138,3 +138,41 @@ fn unique_items_reads_whole_values() {
     assert!(!check.is_valid(&json!([{"x": 1, "y": [1, 2]}, {"y": [1.0, 2], "x": 1.0}, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16])));
     assert!(check.is_valid(&json!([{"x": 1, "y": [1, 2]}, {"y": [2, 1], "x": 1}, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16])));
 }
+
+/// The time of a check at its bound, for `docs/schema-check.md` (not a test: it asserts
+/// nothing about time). In a release build:
+/// `cargo test --release -p pilotage-runtime --lib timing_at_the_bound -- --ignored --nocapture`.
+#[test]
+#[ignore = "prints timings; run in a release build"]
+fn timing_at_the_bound() {
+    let ints: Vec<Value> = (0..500).map(|i| json!(i)).collect();
+    let deep: Vec<Value> = (0..500).map(|i| json!({"a": {"b": {"c": {"d": i}}}})).collect();
+    let listed: Vec<Value> = (0..60).map(|i| json!(i)).collect();
+    let options: Vec<Value> = (0..16).map(|i| json!(format!("option {i:02}"))).collect();
+    let last = options.last().cloned().unwrap_or_default();
+    let cases = [
+        ("uniqueItems, 500 integers", json!({"uniqueItems": true}), Value::Array(ints)),
+        ("uniqueItems, 500 objects 4 deep", json!({"uniqueItems": true}), Value::Array(deep)),
+        ("const, 60 integers", json!({"const": listed.clone()}), Value::Array(listed)),
+        ("enum, 16 strings", json!({"enum": options}), last),
+        ("minLength, 8,000 characters", json!({"minLength": 1}), json!("x".repeat(8_000))),
+    ];
+    for (name, leaf, instance) in cases {
+        let schema = doubling(24, leaf);
+        let check = compiled(&schema);
+        let mut best = std::time::Duration::MAX;
+        for _ in 0..5 {
+            let started = Instant::now();
+            let faults = check.faults(&instance, 1_000);
+            best = best.min(started.elapsed());
+            assert_eq!(faults.len(), 1);
+        }
+        let size = schema.to_string().len();
+        println!("{name}: {size}-byte schema, {} bytes of input: {best:?}", instance.to_string().len());
+    }
+    let items: Vec<Value> = (0..100_000).map(|i| json!({"a": {"b": {"c": {"d": {"e": i}}}}})).collect();
+    let check = compiled(&json!({"uniqueItems": true}));
+    let started = Instant::now();
+    assert!(check.is_valid(&Value::Array(items)));
+    println!("uniqueItems, 100,000 distinct objects 5 deep: {:?}", started.elapsed());
+}
