@@ -407,3 +407,45 @@ fn a_stateless_build_needs_verified_callers_or_an_explicit_anonymous_one() {
     assert!(builder().anonymous_sessionless().build().is_ok());
     assert!(builder().authenticator(support::auth::authenticator()).build().is_ok());
 }
+
+/// A token's `kid` is the caller's to fill: a refusal names at most 64 characters of it, and
+/// no challenge carries more than 200 characters of description (before: a 200 KB `kid`, a
+/// 200 KB `WWW-Authenticate`).
+#[tokio::test]
+async fn a_huge_kid_is_not_reflected_whole() {
+    // The JWKS of one HMAC key, `hs-1`: base64url of 0123456789abcdef0123456789abcdef.
+    let jwks =
+        r#"{"keys": [{"kty": "oct", "kid": "hs-1", "k": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY"}]}"#;
+    let authenticator = pilotage::transport::jwt::JwtAuthenticator::from_jwks(jwks)
+        .unwrap()
+        .issuer(ISSUER)
+        .audience(AUDIENCE);
+    let server = pilotage::Server::builder()
+        .name("auth", "0")
+        .language(workflow::Workflow::new)
+        .authenticator(authenticator)
+        .protected_resource(ProtectedResource::new(RESOURCE).authorization_server(ISSUER).scope("mcp"))
+        .build()
+        .unwrap();
+    let http = HttpServer::start(&server).await;
+    let signed = |kid: &str| {
+        let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256);
+        header.kid = Some(kid.to_owned());
+        let key = jsonwebtoken::EncodingKey::from_secret(b"0123456789abcdef0123456789abcdef").unwrap();
+        format!("Bearer {}", jsonwebtoken::encode(&header, &claims("alice", json!({})), &key).unwrap())
+    };
+    let kid = "k".repeat(200_000);
+    let refused = post(http.url(), &[("authorization", &signed(&kid))], &initialize(1)).await;
+    assert_eq!(refused.status, 401);
+    let description = format!("no key has the token's kid {}...", "k".repeat(64));
+    assert_eq!(
+        refused.www_authenticate.as_deref(),
+        Some(format!("Bearer resource_metadata=\"{METADATA}\", error=\"invalid_token\", error_description=\"{description}\"").as_str())
+    );
+    assert_eq!(refused.body["error"]["message"], format!("Unauthorized: {description}"));
+    // A short unknown kid is named whole; the known one is served.
+    let refused = post(http.url(), &[("authorization", &signed("hs-2"))], &initialize(1)).await;
+    assert_eq!(refused.body["error"]["message"], "Unauthorized: no key has the token's kid hs-2");
+    let served = post(http.url(), &[("authorization", &signed("hs-1"))], &initialize(7)).await;
+    assert_eq!(served.status, 200, "{}", served.body);
+}

@@ -528,3 +528,42 @@ async fn opaque_subprograms_are_one_entry() {
         .await;
     assert_eq!(v["diagnostics"][0]["code"], "unknown_routine");
 }
+
+/// A 1.3 KB `input_schema` whose `xs` is a chain of `$defs` applying the next twice, 24 deep,
+/// ending in `minLength`: 2^24 measures of the text if nothing stopped it.
+fn doubling_schema() -> Value {
+    let mut defs = serde_json::Map::new();
+    for level in 0..24 {
+        let next = json!({"$ref": format!("#/$defs/d{}", level + 1)});
+        defs.insert(format!("d{level}"), json!({"allOf": [next.clone(), next]}));
+    }
+    defs.insert("d24".into(), json!({"minLength": 1}));
+    json!({"type": "object", "properties": {"room": {"type": "string"}, "xs": {"$ref": "#/$defs/d0"}},
+        "required": ["room"], "$defs": defs})
+}
+
+#[tokio::test]
+async fn a_hostile_input_schema_ends_at_its_work_bound() {
+    let schema = doubling_schema();
+    assert!(schema.to_string().len() < 1_700, "{}", schema.to_string().len());
+    let store = TempStore::new("promoted");
+    let mut c = Client::duplex(&server(&store)).await;
+    let (body_plan, _) = c.plan(&room_lights()).await;
+    let (reference, _) = promote(&mut c, &room_lights(), "Room lights on", Some(schema)).await;
+    let before = c.fingerprint().await;
+    let xs = "x".repeat(8_000);
+    let refused = run_ref(&mut c, &body_plan, &reference, Some(json!({"room": "hall", "xs": xs}))).await;
+    assert_eq!(
+        refused["outcome"],
+        json!({"ok": false, "status": "validation_error", "error": "the input or context failed binding"})
+    );
+    assert_eq!(
+        refused["diagnostics"],
+        json!([{"severity": "error", "code": "input_binding", "path": "",
+            "message": "the check exceeded its work bound (1000000 units: subschemas, keywords and the values they read) on this instance"}])
+    );
+    assert_eq!(c.fingerprint().await, before, "a refused run has no side effects");
+    // Without `xs` the chain is never entered: the run goes ahead.
+    let ok = run_ref(&mut c, &body_plan, &reference, Some(json!({"room": "hall"}))).await;
+    assert_eq!(ok["outcome"]["status"], "success");
+}

@@ -188,7 +188,7 @@ fn assert_error(reply: &Value, id: &Value, code: i64, frame: &str) -> String {
 /// Requests with a readable id that rmcp cannot read: frame, id, code, start of the message.
 /// Before, rmcp answered each with `{"jsonrpc":"2.0","error":{"code":-32600,"message":
 /// "Invalid request"}}`, no `id`.
-const REFUSED: [(&str, &str, i64, &str); 9] = [
+const REFUSED: [(&str, &str, i64, &str); 13] = [
     (
         r#"{"jsonrpc":"2.0","id":5,"method":"ping","params":5}"#,
         "5",
@@ -235,7 +235,34 @@ const REFUSED: [(&str, &str, i64, &str); 9] = [
         r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
         "null",
         -32600,
-        "Invalid Request: a request id is a string or a number",
+        "Invalid Request: a request id is a string or an integer (at most 2^63 - 1)",
+    ),
+    // An id that cannot come back exactly as sent is no id: the request is invalid, not its
+    // params (before: -32602 "the params of ping do not fit it", the id echoed as a float).
+    (
+        r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#,
+        "null",
+        -32600,
+        "Invalid Request: a request id is a string or an integer (at most 2^63 - 1)",
+    ),
+    (
+        r#"{"jsonrpc":"2.0","id":18446744073709551616,"method":"ping"}"#,
+        "null",
+        -32600,
+        "Invalid Request: a request id is a string or an integer (at most 2^63 - 1)",
+    ),
+    (
+        r#"{"jsonrpc":"2.0","id":9223372036854775808,"method":"ping"}"#,
+        "null",
+        -32600,
+        "Invalid Request: a request id is a string or an integer (at most 2^63 - 1)",
+    ),
+    // Which of two ids is meant cannot be known.
+    (
+        r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}"#,
+        "null",
+        -32600,
+        "Invalid Request: member `id` appears more than once",
     ),
     (
         r#"{"jsonrpc":"2.0","id":22,"error":5}"#,
@@ -410,4 +437,26 @@ async fn other_over_deep_frames() {
     let posted = wire.post(&broken).await;
     assert_eq!(posted.status, 400, "{posted:?}");
     assert_error(posted.message.as_ref().unwrap(), &Value::Null, -32700, "unterminated deep frame");
+}
+
+/// The largest id rmcp reads comes back exactly as sent; an unknown method of a megabyte is
+/// echoed cut short in its `-32601` (before: whole).
+#[tokio::test]
+async fn ids_come_back_exactly_and_unknown_methods_cut_short() {
+    let http = HttpServer::start(&server()).await;
+    let mut wire = HttpWire::ready(&http, false).await;
+    let posted = wire.post(r#"{"jsonrpc":"2.0","id":9223372036854775807,"method":"ping"}"#).await;
+    let reply = posted.message.unwrap();
+    assert_eq!(serde_json::to_string(&reply["id"]).unwrap(), "9223372036854775807", "{reply}");
+    assert_eq!(reply["result"], json!({}), "{reply}");
+    let method = "m".repeat(1 << 20);
+    let frame = json!({"jsonrpc": "2.0", "id": 3, "method": method}).to_string();
+    let posted = wire.post(&frame).await;
+    let reply = posted.message.unwrap();
+    let message = assert_error(&reply, &json!(3), -32601, "a 1 MB method");
+    assert_eq!(message, format!("{}...", "m".repeat(100)));
+    let mut lines = Wire::ready().await;
+    lines.send(&frame).await;
+    let reply = lines.line().await;
+    assert_eq!(assert_error(&reply, &json!(3), -32601, "a 1 MB method"), message);
 }

@@ -397,3 +397,80 @@ async fn child_serve_http() {
     let addr: SocketAddr = ([127, 0, 0, 1], port.parse().unwrap()).into();
     server().serve_http(addr, HttpOptions::default()).await.unwrap();
 }
+
+/// One raw request on a fresh connection; the whole reply up to the server's close, and
+/// whether the close was clean (EOF, not a reset). `body` is written by a task of its own, so
+/// a server that answers early is read while the client still sends.
+async fn exchange(addr: SocketAddr, head: String, body: Vec<u8>) -> (String, bool) {
+    let (mut reader, mut writer) = TcpStream::connect(addr).await.unwrap().into_split();
+    let writing = tokio::spawn(async move {
+        if writer.write_all(head.as_bytes()).await.is_ok() {
+            let _ = writer.write_all(&body).await;
+        }
+        writer
+    });
+    let mut text = Vec::new();
+    let mut buffer = [0u8; 8192];
+    let clean = loop {
+        match tokio::time::timeout(Duration::from_secs(10), reader.read(&mut buffer)).await {
+            Ok(Ok(0)) => break true,
+            Ok(Ok(n)) => text.extend_from_slice(&buffer[..n]),
+            Ok(Err(_)) => break false,
+            Err(_) => panic!("no close within 10 s; read {:?}", String::from_utf8_lossy(&text)),
+        }
+    };
+    drop(writing.await);
+    (String::from_utf8_lossy(&text).into_owned(), clean)
+}
+
+fn post_head(host: &str, length: u64) -> String {
+    format!("POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: {length}\r\n\r\n")
+}
+
+#[tokio::test]
+async fn a_host_is_read_exactly() {
+    let edge = Edge::start(HttpOptions::default()).await;
+    let port = edge.addr.port();
+    let body = initialize(1).into_bytes();
+    let length = body.len() as u64;
+    let close = |head: String| head.replace("\r\n\r\n", "\r\nConnection: close\r\n\r\n");
+    for host in
+        [format!("127.0.0.1:{port}.evil.example"), format!("localhost:{port}0000"), "127.0.0.1:".into()]
+    {
+        let (reply, _) = exchange(edge.addr, close(post_head(&host, length)), body.clone()).await;
+        assert!(reply.starts_with("HTTP/1.1 400"), "{host}: {reply}");
+        assert!(reply.ends_with("Bad Request: Invalid Host header"), "{host}: {reply}");
+    }
+    let (reply, _) = exchange(edge.addr, close(post_head(&format!("127.0.0.1:{port}"), length)), body).await;
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+}
+
+#[tokio::test]
+async fn an_oversized_body_gets_413_and_a_clean_close() {
+    let edge = Edge::start(HttpOptions::default()).await;
+    let host = edge.addr.to_string();
+    // Past the 4 MiB bound by a little: read to its end, refused, and closed cleanly.
+    let body = format!("\"{}\"", "x".repeat(4 * 1024 * 1024 + 100)).into_bytes();
+    let (reply, clean) = exchange(edge.addr, post_head(&host, body.len() as u64), body).await;
+    assert!(reply.starts_with("HTTP/1.1 413"), "{:.200}", reply);
+    assert!(reply.to_ascii_lowercase().contains("\r\nconnection: close\r\n"), "{reply}");
+    assert!(reply.contains(r#""code":-32600"#) && reply.contains("body exceeds 4194304 bytes"), "{reply}");
+    assert!(clean, "the connection was reset under the client after its 413");
+    // Declared far past it (100 GiB) and never sent: refused at once, not after the body
+    // read timeout (here 60 s, past the 10 s this exchange waits).
+    let options = HttpOptions { body_read_timeout: Duration::from_secs(60), ..HttpOptions::default() };
+    let edge = Edge::start(options).await;
+    let (reply, _) = exchange(edge.addr, post_head(&host, 107_374_182_400), Vec::new()).await;
+    assert!(reply.starts_with("HTTP/1.1 413"), "{reply}");
+    assert!(reply.to_ascii_lowercase().contains("\r\nconnection: close\r\n"), "{reply}");
+}
+
+#[tokio::test]
+async fn a_stateless_ping_is_answered() {
+    let edge = Edge::start(HttpOptions { stateless: true, ..HttpOptions::default() }).await;
+    let reply = support::stateless_request(&edge.url(), "ping", json!({}), json!({}), None).await;
+    assert_eq!(reply, json!({"jsonrpc": "2.0", "id": 1, "result": {"resultType": "complete"}}));
+    // Another method rmcp does not know stays unknown.
+    let reply = support::try_stateless_request(&edge.url(), "nope/nothing", json!({}), json!({}), None).await;
+    assert!(reply.is_err() || reply.as_ref().unwrap()["error"]["code"] == -32601, "{reply:?}");
+}

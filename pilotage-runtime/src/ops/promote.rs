@@ -1,10 +1,18 @@
 //! The promote tool (Part II §3.5): validate the body exactly as validate does, then store it
 //! immutably as a catalog entry of the Language's promoted kind, runnable by `program_ref`.
+//!
+//! The entry's `input_schema` comes from the agent: it is compiled, and every input bound
+//! against it ([`bind_input`]), on an engine thread within the validation time bound, never
+//! on the async workers (the built-in check also bounds its own work).
+
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::call::EngineCall;
 use super::validate::run_validation;
-use super::{str_arg, Ctx, LoopArgs, Reply};
+use super::{call_failed, str_arg, Ctx, LoopArgs, OpResult, Reply};
+use crate::model::diagnostic::Diagnostic;
 use crate::model::errors::RequestError;
 use crate::state::promotions::{Promoted, Promotion};
 
@@ -32,18 +40,20 @@ pub(crate) async fn promote(ctx: Ctx<'_>, args: LoopArgs) -> Reply {
             is_error: false,
         };
     };
-    let promotion = Promotion {
-        kind,
-        body: &program,
-        plan,
-        name: str_arg(&args.rest, "name").unwrap_or_default().to_owned(),
-        description: str_arg(&args.rest, "description").map(str::to_owned),
-        input_schema: args.rest.get("input_schema").cloned(),
-        language: spec.name,
-    };
-    let promoted = match Promoted::new(promotion, &snapshot) {
-        Ok(p) => ctx.session.promote(ctx.index, p, ctx.lang.limits.max_promotions).await,
-        Err(e) => return Reply::error(RequestError::invalid(e)),
+    let name = str_arg(&args.rest, "name").unwrap_or_default().to_owned();
+    let description = str_arg(&args.rest, "description").map(str::to_owned);
+    let input_schema = args.rest.get("input_schema").cloned();
+    let (plan, language) = (plan.clone(), spec.name);
+    let call = schema_call(ctx);
+    let made = call.run(move || {
+        let promotion =
+            Promotion { kind, body: &program, plan: &plan, name, description, input_schema, language };
+        Promoted::new(promotion, &snapshot)
+    });
+    let promoted = match made.await {
+        Ok(Ok(p)) => ctx.session.promote(ctx.index, p, ctx.lang.limits.max_promotions).await,
+        Ok(Err(e)) => return Reply::error(RequestError::invalid(e)),
+        Err(end) => return Reply::error(call_failed(&ctx, "the check of `input_schema`", &call, end)),
     };
     match promoted {
         Ok(Some(p)) => {
@@ -63,4 +73,24 @@ pub(crate) async fn promote(ctx: Ctx<'_>, args: LoopArgs) -> Reply {
         )),
         Err(e) => Reply::error(super::store_failed(e)),
     }
+}
+
+/// `input_binding` findings of `input` against `promoted`'s `input_schema` (an agent's
+/// schema): checked on an engine thread within the validation time bound.
+pub(crate) async fn bind_input(
+    ctx: Ctx<'_>,
+    promoted: &Arc<Promoted>,
+    input: Option<Arc<Value>>,
+) -> OpResult<Vec<Diagnostic>> {
+    let call = schema_call(ctx);
+    let promoted = Arc::clone(promoted);
+    match call.run(move || promoted.bind_input(input.as_deref())).await {
+        Ok(findings) => Ok(findings),
+        Err(end) => Err(call_failed(&ctx, "the binding of `input`", &call, end)),
+    }
+}
+
+/// An engine call for a check against an agent's schema, bounded like a validation.
+fn schema_call(ctx: Ctx<'_>) -> EngineCall {
+    EngineCall::new(&ctx.lang.limits, ctx.lang.limits.validate_time, ctx.slots)
 }

@@ -103,6 +103,8 @@ impl PilotageHandler {
 
 /// The identity of every stdio caller.
 const AMBIENT: &str = "ambient";
+/// How much of an unknown method name a `-32601` error echoes, in characters.
+const MAX_ECHOED_METHOD: usize = 100;
 
 /// Whether the request came over HTTP (rmcp hands the handler the HTTP request's head).
 fn is_http(context: &RequestContext<RoleServer>) -> bool {
@@ -242,6 +244,11 @@ impl ServerHandler for PilotageHandler {
                 None,
             ));
         }
-        Err(McpError::new(ErrorCode::METHOD_NOT_FOUND, request.method, None))
+        // The method is echoed cut short: a caller's megabyte name is not sent back whole.
+        let mut method: String = request.method.chars().take(MAX_ECHOED_METHOD).collect();
+        if method.len() < request.method.len() {
+            method.push_str("...");
+        }
+        Err(McpError::new(ErrorCode::METHOD_NOT_FOUND, method, None))
     }
 }

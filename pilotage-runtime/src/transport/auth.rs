@@ -94,15 +94,23 @@ pub(crate) async fn verify(State(gate): State<Gate>, request: Request, next: Nex
     response
 }
 
+/// How much of a refusal's description a challenge and its body carry, in characters: an
+/// authenticator's description may quote what the caller sent.
+const MAX_DESCRIPTION: usize = 200;
+
 /// The challenge for a refused credential.
 fn refused(refusal: &AuthRefusal, metadata_url: &str) -> Response {
     let mut challenge = format!("Bearer resource_metadata=\"{}\"", quotable(metadata_url));
+    let mut description: String = refusal.description.chars().take(MAX_DESCRIPTION).collect();
+    if description.len() < refusal.description.len() {
+        description.push_str("...");
+    }
     if let Some(code) = refusal.code {
-        let description = quotable(&refusal.description);
-        challenge.push_str(&format!(", error=\"{}\", error_description=\"{description}\"", code.as_str()));
+        let quoted = quotable(&description);
+        challenge.push_str(&format!(", error=\"{}\", error_description=\"{quoted}\"", code.as_str()));
     }
     let status = StatusCode::from_u16(refusal.status()).unwrap_or(StatusCode::UNAUTHORIZED);
-    let mut response = rpc_error(status, format!("Unauthorized: {}", refusal.description));
+    let mut response = rpc_error(status, format!("Unauthorized: {description}"));
     if let Ok(value) = HeaderValue::from_str(&challenge) {
         response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
     }

@@ -12,7 +12,9 @@
 //! * a notification, valid or not (an object with a string `method` and no `id`), gets no
 //!   reply ([`Judged::Silent`]);
 //! * any other object gets `-32600` (not a JSON-RPC 2.0 request), or `-32602` (a request whose
-//!   params do not fit its method), with its id wherever the id is readable.
+//!   params do not fit its method), with its id wherever the id is readable; an id that is
+//!   neither a string nor an integer rmcp can echo exactly (`1.5`, `18446744073709551616`), or
+//!   a member given twice (two `id`s), is `-32600` with `id: null`, never `-32602`.
 //!
 //! A frame nested deeper than a JSON parser's recursion limit (serde_json stops at 128
 //! levels) cannot be parsed at all. A cheap byte scan measures the depth of every frame; a
@@ -60,7 +62,7 @@ pub(crate) fn judge(text: &[u8], result_type: bool) -> Judged {
     match serde_json::from_slice::<ClientJsonRpcMessage>(text) {
         Ok(message) => Judged::Message(Box::new(message)),
         Err(typed) => match serde_json::from_slice::<Value>(text) {
-            Ok(value) => refuse(&value, &typed),
+            Ok(value) => refuse(text, &value, &typed),
             Err(e) => Judged::Reply(parse_error(e)),
         },
     }
@@ -115,6 +117,8 @@ pub(crate) struct Probe {
     pub(crate) id: Value,
     /// Whether the frame is an `initialize` request.
     pub(crate) initialize: bool,
+    /// Whether the frame is a `ping` request.
+    pub(crate) ping: bool,
 }
 
 /// The [`Probe`] of `text`, or `None` when it is not a JSON object with a well-typed `id` and
@@ -131,32 +135,48 @@ pub(crate) fn probe(text: &[u8]) -> Option<Probe> {
         return None;
     }
     let shape: Shape<'_> = serde_json::from_slice(text).ok()?;
-    let initialize = shape.id.is_some() && shape.method.as_deref() == Some("initialize");
+    let request = |name: &str| shape.id.is_some() && shape.method.as_deref() == Some(name);
+    let (initialize, ping) = (request("initialize"), request("ping"));
     let id = shape.id.and_then(|id| serde_json::to_value(id).ok()).unwrap_or(Value::Null);
-    Some(Probe { id, initialize })
+    Some(Probe { id, initialize, ping })
 }
 
-/// The answer to JSON that rmcp could not read as a client message (`why`).
-fn refuse(value: &Value, why: &serde_json::Error) -> Judged {
+/// The answer to JSON that rmcp could not read as a client message (`why`); `text` is the
+/// frame `value` was parsed from.
+fn refuse(text: &[u8], value: &Value, why: &serde_json::Error) -> Judged {
     if is_notification(value) {
         tracing::debug!(error = %why, "dropping a notification rmcp cannot read");
         return Judged::Silent;
+    }
+    if let Some(name) = repeated_member(text) {
+        // Which of two ids is meant cannot be known: neither is echoed.
+        let message = format!("Invalid Request: member `{name}` appears more than once");
+        return Judged::Reply(error_reply(Value::Null, -32600, message));
     }
     if let Some(reply) = invalid_request(value) {
         return Judged::Reply(reply);
     }
     let (id, method) = (&value["id"], value["method"].as_str());
     match method {
-        Some(method) if !id.is_null() => {
+        Some(method) if NumberOrString::deserialize(id).is_ok() => {
             let message = format!("Invalid params: {}", params_fault(method, &value["params"]));
             Judged::Reply(error_reply(id.clone(), -32602, message))
         }
-        Some(_) => {
-            let message = "Invalid Request: a request id is a string or a number".to_owned();
-            Judged::Reply(error_reply(Value::Null, -32600, message))
-        }
+        Some(_) => Judged::Reply(error_reply(Value::Null, -32600, BAD_ID.to_owned())),
         None => Judged::Reply(error_reply(id.clone(), -32600, format!("Invalid Request: {why}"))),
     }
+}
+
+/// Why a request id that cannot be echoed exactly is refused.
+const BAD_ID: &str = "Invalid Request: a request id is a string or an integer (at most 2^63 - 1)";
+
+/// The first top-level member of the object `text` (valid JSON) that appears more than once,
+/// cut for the message.
+fn repeated_member(text: &[u8]) -> Option<String> {
+    let top = members(text)?;
+    let mut seen = std::collections::HashSet::new();
+    let name = top.into_iter().map(|(key, _)| key).find(|key| !seen.insert(key.clone()))?;
+    Some(name.chars().take(64).collect())
 }
 
 /// Why `params` do not fit the request `method` (rmcp's own message says only that the frame
@@ -221,7 +241,7 @@ fn judge_deep(text: &[u8], depth: usize, result_type: bool) -> Judged {
         ));
     };
     let field = |name: &str| top.iter().rev().find(|(key, _)| key == name).map(|(_, span)| *span);
-    let id = field("id").map(|span| shallow(span).filter(|v| v.is_string() || v.is_number()));
+    let id = field("id").map(|span| shallow(span).filter(|v| NumberOrString::deserialize(v).is_ok()));
     let method = field("method").and_then(shallow).and_then(|v| v.as_str().map(str::to_owned));
     if id.is_none() && method.is_some() {
         tracing::debug!(depth, "dropping an over-deep notification");
@@ -431,11 +451,15 @@ mod tests {
     fn probe_reads_the_id_and_initialize_of_ordinary_frames_only() {
         let probe = |text: &str| probe(text.as_bytes());
         let init = r#"{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"deep":[[[1]]]}}"#;
-        assert_eq!(probe(init), Some(Probe { id: json!(7), initialize: true }));
+        assert_eq!(probe(init), Some(Probe { id: json!(7), initialize: true, ping: false }));
         let call = r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{}}"#;
-        assert_eq!(probe(call), Some(Probe { id: json!("a"), initialize: false }));
+        assert_eq!(probe(call), Some(Probe { id: json!("a"), initialize: false, ping: false }));
+        let ping = r#"{"jsonrpc":"2.0","id":8,"method":"ping"}"#;
+        assert_eq!(probe(ping), Some(Probe { id: json!(8), initialize: false, ping: true }));
         let note = r#"{"jsonrpc":"2.0","method":"initialize"}"#;
-        assert_eq!(probe(note), Some(Probe { id: Value::Null, initialize: false }));
+        assert_eq!(probe(note), Some(Probe { id: Value::Null, initialize: false, ping: false }));
+        let ping_note = r#"{"jsonrpc":"2.0","method":"ping"}"#;
+        assert_eq!(probe(ping_note), Some(Probe { id: Value::Null, initialize: false, ping: false }));
         // Judged in full instead: not JSON, not an object, an id of the wrong type, a method
         // that is not a string, a duplicate member, too deep to parse.
         for text in [

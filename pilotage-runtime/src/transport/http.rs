@@ -34,7 +34,7 @@ use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use http_body_util::{BodyExt, LengthLimitError, Limited};
+use http_body_util::{BodyExt, Limited};
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::ServerHandler;
@@ -42,12 +42,12 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::auth::{self, Authenticator, Gate, ProtectedResource};
+use super::body::{json_error, json_response, read_body, MAX_BODY_BYTES};
 use super::edge::{self, EdgeLimits};
 use super::frame::{self, Judged};
+use super::host;
 use super::sessions::{self, CappedSessions};
 
-/// Largest accepted POST body (the same 4 MiB default rmcp uses).
-const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 const JSON_MIME: &str = "application/json";
 const SSE_MIME: &str = "text/event-stream";
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -257,14 +257,16 @@ where
     let router = Router::new()
         .route_service("/", service)
         .layer(axum::middleware::from_fn_with_state(adapter, adapt_post));
-    match options.authenticator {
-        // The outermost layer: a refused request is answered before its body is read.
+    let router = match options.authenticator {
+        // Outside the adapter: a refused request is answered before its body is read.
         Some(authenticator) => {
             let gate = Gate { authenticator, resource: options.protected_resource, owners };
             router.layer(axum::middleware::from_fn_with_state(gate, auth::verify))
         }
         None => router,
-    }
+    };
+    // The outermost layer: a `Host` rmcp would misread is refused first.
+    router.layer(axum::middleware::from_fn(host::check_host))
 }
 
 /// What [`adapt_post`] needs from the options.
@@ -281,7 +283,7 @@ async fn adapt_post(State(adapter): State<Adapter>, request: Request, next: Next
         return next.run(request).await;
     }
     let (mut parts, body) = request.into_parts();
-    let bytes = match read_body(body, adapter.body_read_timeout).await {
+    let bytes = match read_body(&parts.headers, body, adapter.body_read_timeout).await {
         Ok(bytes) => bytes,
         Err(response) => return response,
     };
@@ -291,7 +293,11 @@ async fn adapt_post(State(adapter): State<Adapter>, request: Request, next: Next
     let probe = match frame::probe(&bytes) {
         Some(probe) => probe,
         None => match judged_here(frame::judge(&bytes, result_type)) {
-            Ok(message) => frame::Probe { id: request_id(&message), initialize: is_initialize(&message) },
+            Ok(message) => frame::Probe {
+                id: request_id(&message),
+                initialize: is_initialize(&message),
+                ping: matches!(&*message, JsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::PingRequest(_))),
+            },
             Err(response) => return *response,
         },
     };
@@ -313,6 +319,11 @@ async fn adapt_post(State(adapter): State<Adapter>, request: Request, next: Next
             json_response(StatusCode::BAD_REQUEST, &error)
         });
     }
+    if probe.ping && result_type && response.status() == StatusCode::NOT_FOUND {
+        // rmcp refuses `ping` from MCP 2026-07-28 peers as an unknown method (HTTP 404),
+        // having checked the request's headers; it is answered here, as any revision's is.
+        return ping_reply(probe.id);
+    }
     if opens_session && response.status() == StatusCode::INTERNAL_SERVER_ERROR {
         return session_limit_reply(response, probe.id).await;
     }
@@ -321,6 +332,12 @@ async fn adapt_post(State(adapter): State<Adapter>, request: Request, next: Next
     } else {
         response
     }
+}
+
+/// The empty result of a `ping` with id `id`, `resultType` included (MCP 2026-07-28).
+fn ping_reply(id: Value) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": id, "result": {"resultType": "complete"}});
+    json_response(StatusCode::OK, &body)
 }
 
 /// A frame judged in full: the message for rmcp, or the response given here instead.
@@ -359,28 +376,6 @@ fn is_initialize(message: &ClientJsonRpcMessage) -> bool {
 fn judged_reply(reply: &Value) -> Response {
     let status = if reply.get("error").is_some() { StatusCode::BAD_REQUEST } else { StatusCode::OK };
     json_response(status, reply)
-}
-
-/// Reads a POST body of at most [`MAX_BODY_BYTES`] within `timeout`, or the error response.
-async fn read_body(body: Body, timeout: Duration) -> Result<Bytes, Response> {
-    let collect = Limited::new(body, MAX_BODY_BYTES).collect();
-    match tokio::time::timeout(timeout, collect).await {
-        Ok(Ok(collected)) => Ok(collected.to_bytes()),
-        Ok(Err(e)) if e.is::<LengthLimitError>() => {
-            let message = format!("Invalid Request: body exceeds {MAX_BODY_BYTES} bytes");
-            Err(json_error(StatusCode::PAYLOAD_TOO_LARGE, -32600, message))
-        }
-        Ok(Err(e)) => {
-            let message = format!("Failed to read request body: {e}");
-            Err((StatusCode::BAD_REQUEST, message).into_response())
-        }
-        Err(_) => {
-            let message = format!("Invalid Request: body not received within {timeout:?}");
-            let mut response = json_error(StatusCode::REQUEST_TIMEOUT, -32600, message);
-            response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
-            Err(response)
-        }
-    }
 }
 
 /// rmcp answers an `initialize` it cannot open a session for with HTTP 500 and a text body;
@@ -530,15 +525,6 @@ impl<'de> serde::Deserialize<'de> for Present {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         serde::de::IgnoredAny::deserialize(deserializer).map(|_| Present(true))
     }
-}
-
-fn json_response(status: StatusCode, body: &Value) -> Response {
-    (status, [(header::CONTENT_TYPE, JSON_MIME)], body.to_string()).into_response()
-}
-
-fn json_error(status: StatusCode, code: i64, message: String) -> Response {
-    let body = json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
-    json_response(status, &body)
 }
 
 #[cfg(test)]

@@ -174,7 +174,9 @@ impl JwtAuthenticator {
                 .iter()
                 .find(|(id, _)| id.as_deref() == Some(kid.as_str()))
                 .map(|(_, key)| key)
-                .ok_or_else(|| AuthRefusal::invalid_token(format!("no key has the token's kid {kid}"))),
+                .ok_or_else(|| {
+                    AuthRefusal::invalid_token(format!("no key has the token's kid {}", cut(kid)))
+                }),
         }
     }
 
@@ -241,6 +243,18 @@ impl Authenticator for JwtAuthenticator {
         }
         self.verify(token.trim())
     }
+}
+
+/// How much of a token's `kid` a refusal names, in characters.
+const SHOWN_KID: usize = 64;
+
+/// `kid` cut to [`SHOWN_KID`] characters (a token's header is the caller's to fill).
+fn cut(kid: &str) -> String {
+    let mut shown: String = kid.chars().take(SHOWN_KID).collect();
+    if shown.len() < kid.len() {
+        shown.push_str("...");
+    }
+    shown
 }
 
 #[cfg(test)]

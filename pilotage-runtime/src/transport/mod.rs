@@ -19,8 +19,12 @@
 #[cfg(feature = "http")]
 pub mod auth;
 #[cfg(feature = "http")]
+mod body;
+#[cfg(feature = "http")]
 mod edge;
 mod frame;
+#[cfg(feature = "http")]
+mod host;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "jwt")]

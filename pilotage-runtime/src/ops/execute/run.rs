@@ -169,7 +169,7 @@ async fn admit(
                 return Ok(Err((Outcome::failure("promotion_drift", why), None)));
             }
             let mut findings = check_context(ctx.lang.context_validator.as_ref(), context.map(|c| &**c));
-            findings.extend(p.bind_input(args.input.as_deref()));
+            findings.extend(crate::ops::promote::bind_input(ctx, p, args.input.clone()).await?);
             if !findings.is_empty() {
                 let outcome = Outcome::failure("validation_error", "the input or context failed binding");
                 return Ok(Err((outcome, Some(findings))));
