@@ -62,6 +62,10 @@ mod engine_bounds;
 mod execution_bounds;
 mod expansion;
 mod frames;
+#[cfg(feature = "host")]
+mod host_examples;
+#[cfg(feature = "host")]
+mod host_kit;
 mod hostile_calls;
 mod hostile_state;
 mod http_edge;
