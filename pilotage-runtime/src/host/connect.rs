@@ -15,7 +15,6 @@ use super::error::HostError;
 use super::gate::{Approver, NoApprover};
 use super::keys::KeyBook;
 use super::limits::HostLimits;
-use super::run::Language;
 use crate::model::errors::ErrorKind;
 use crate::model::manifest::Manifest;
 
@@ -163,12 +162,6 @@ impl Host {
         self.snapshot().manifest.languages.iter().map(|l| l.name.clone()).collect()
     }
 
-    /// The Language `name`, for the loop (an error when the manifest does not declare it).
-    pub fn language(&self, name: &str) -> Result<Language<'_>, HostError> {
-        self.snapshot().language(name)?;
-        Ok(Language::new(self, name))
-    }
-
     /// The bounds this Host holds the server to.
     pub fn limits(&self) -> &HostLimits {
         &self.limits
@@ -186,7 +179,7 @@ impl Host {
         self.approver.as_ref()
     }
 
-    fn snapshot(&self) -> Arc<Discovered> {
+    pub(crate) fn snapshot(&self) -> Arc<Discovered> {
         self.found.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 

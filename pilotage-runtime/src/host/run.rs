@@ -99,11 +99,15 @@ pub enum Attempt {
     Executed(Execution),
 }
 
-impl<'h> Language<'h> {
-    pub(crate) fn new(host: &'h Host, name: &str) -> Self {
-        Language { host, name: name.to_owned() }
+impl Host {
+    /// The Language `name`, for the loop (an error when the manifest does not declare it).
+    pub fn language(&self, name: &str) -> Result<Language<'_>, HostError> {
+        self.snapshot().language(name)?;
+        Ok(Language { host: self, name: name.to_owned() })
     }
+}
 
+impl<'h> Language<'h> {
     /// The Language's name.
     pub fn name(&self) -> &str {
         &self.name
