@@ -65,7 +65,11 @@ mod frames;
 #[cfg(feature = "host")]
 mod host_examples;
 #[cfg(feature = "host")]
+mod host_hostile;
+#[cfg(feature = "host")]
 mod host_kit;
+#[cfg(feature = "host")]
+mod host_vectors;
 mod hostile_calls;
 mod hostile_state;
 mod http_edge;
