@@ -29,14 +29,21 @@ async fn malformed_structured_content_is_a_malformed_error() {
         let server = Wrapped::workflow(replacing("validate_workflow", move || answer(bad.clone())));
         let host = connect(&server, HostLimits::default()).await.unwrap();
         let error = host.language("workflow/v1").unwrap().validate(json!({})).await.unwrap_err();
-        assert!(matches!(&error, HostError::Malformed { what, .. } if what == "validate_workflow"), "{error:?}");
+        assert!(
+            matches!(&error, HostError::Malformed { what, .. } if what == "validate_workflow"),
+            "{error:?}"
+        );
     }
     let missing = Arc::new(|name: &str, _: &Value| {
-        (name == "validate_workflow").then(|| Reply::Result(json!({"content": [{"type": "text", "text": "valid"}]})))
+        (name == "validate_workflow")
+            .then(|| Reply::Result(json!({"content": [{"type": "text", "text": "valid"}]})))
     });
     let host = connect(&Wrapped::workflow(missing), HostLimits::default()).await.unwrap();
     let error = host.language("workflow/v1").unwrap().validate(json!({})).await.unwrap_err();
-    assert_eq!(error, HostError::Malformed { what: "validate_workflow".into(), reason: "no structuredContent".into() });
+    assert_eq!(
+        error,
+        HostError::Malformed { what: "validate_workflow".into(), reason: "no structuredContent".into() }
+    );
 }
 
 #[tokio::test]
@@ -61,8 +68,10 @@ async fn a_manifest_that_breaks_the_schema_is_refused() {
 async fn oversized_guides_traces_and_answers_are_refused() {
     let big = "x".repeat(2 * 1024 * 1024);
     let guide = move || {
-        answer(json!({"guide": {"id": "core", "title": "t", "level": "core", "topics": [], "language": "workflow/v1",
-            "version": "1", "size_bytes": big.len(), "format": "text/markdown", "body": big}}))
+        answer(
+            json!({"guide": {"id": "core", "title": "t", "level": "core", "topics": [], "language": "workflow/v1",
+            "version": "1", "size_bytes": big.len(), "format": "text/markdown", "body": big}}),
+        )
     };
     let server = Wrapped::workflow(replacing("pilotage_get_guide", guide));
     let host = connect(&server, HostLimits::default()).await.unwrap();
@@ -76,8 +85,12 @@ async fn oversized_guides_traces_and_answers_are_refused() {
     let tiny_traces = HostLimits { max_trace_bytes: 16, ..HostLimits::default() };
     let host = connect(&Wrapped::workflow(none()), tiny_traces).await.unwrap();
     let options = ExecuteOptions { input: Some(user_42()), ..ExecuteOptions::default() };
-    let error = host.language("workflow/v1").unwrap().run(workflow_call("cap_read_user_profile"), &options).await;
-    assert_eq!(error.unwrap_err(), HostError::TooLarge { what: "the trace of run_workflow".into(), limit: 16 });
+    let error =
+        host.language("workflow/v1").unwrap().run(workflow_call("cap_read_user_profile"), &options).await;
+    assert_eq!(
+        error.unwrap_err(),
+        HostError::TooLarge { what: "the trace of run_workflow".into(), limit: 16 }
+    );
 }
 
 #[tokio::test]

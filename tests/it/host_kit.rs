@@ -95,8 +95,13 @@ impl Wrapped {
         let this = self.clone();
         let options = pilotage::transport::HttpOptions::default();
         let task = tokio::spawn(async move {
-            let _ = pilotage::transport::serve_listener(move || this.clone(), listener, options, std::future::pending())
-                .await;
+            let _ = pilotage::transport::serve_listener(
+                move || this.clone(),
+                listener,
+                options,
+                std::future::pending(),
+            )
+            .await;
         });
         (url, task)
     }

@@ -69,6 +69,8 @@ mod host_hostile;
 #[cfg(feature = "host")]
 mod host_kit;
 #[cfg(feature = "host")]
+mod host_python;
+#[cfg(feature = "host")]
 mod host_vectors;
 mod hostile_calls;
 mod hostile_state;
