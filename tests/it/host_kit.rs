@@ -60,6 +60,8 @@ pub enum Reply {
     Result(Value),
     /// Never answer.
     Hang,
+    /// Send `notifications/tools/list_changed`, then answer as the engine does.
+    ListChanged,
 }
 
 /// Decides, per `tools/call` (tool name, arguments), whether to answer in the engine's place.
@@ -72,6 +74,8 @@ pub type Override = Arc<dyn Fn(&str, &Value) -> Option<Reply> + Send + Sync>;
 pub struct Wrapped {
     pub inner: pilotage::server::PilotageHandler,
     pub calls: Arc<Mutex<Vec<String>>>,
+    /// The capabilities of every `initialize` request.
+    pub inits: Arc<Mutex<Vec<Value>>>,
     pub replace: Override,
 }
 
@@ -79,7 +83,7 @@ impl Wrapped {
     /// The workflow engine, wrapped.
     pub fn workflow(replace: Override) -> Wrapped {
         let server = pilotage::Server::builder().language(crate::workflow::Workflow::new).build().unwrap();
-        Wrapped { inner: server.handler(), calls: Arc::default(), replace }
+        Wrapped { inner: server.handler(), calls: Arc::default(), inits: Arc::default(), replace }
     }
 
     /// How many `tools/call` of `tool` arrived.
@@ -105,6 +109,19 @@ impl Wrapped {
         });
         (url, task)
     }
+
+    /// Serve over a pair of in-process pipes with `serve_lines` (newline-delimited JSON-RPC);
+    /// a Host over them.
+    pub async fn host_over_pipes(&self) -> pilotage::host::Host {
+        let (client_write, server_read) = tokio::io::duplex(1 << 20);
+        let (server_write, client_read) = tokio::io::duplex(1 << 20);
+        let this = self.clone();
+        tokio::spawn(async move {
+            let _ = pilotage::transport::serve_lines(this, server_read, server_write).await;
+        });
+        let limits = pilotage::host::HostLimits::default();
+        pilotage::host::Host::over(client_read, client_write, limits, Recording::granting()).await.unwrap()
+    }
 }
 
 impl rmcp::ServerHandler for Wrapped {
@@ -117,6 +134,7 @@ impl rmcp::ServerHandler for Wrapped {
         request: rmcp::model::InitializeRequestParams,
         context: rmcp::service::RequestContext<rmcp::RoleServer>,
     ) -> Result<rmcp::model::InitializeResult, rmcp::ErrorData> {
+        self.inits.lock().unwrap().push(serde_json::to_value(&request.capabilities).unwrap());
         let mut result = self.inner.initialize(request, context).await?;
         result.meta = None;
         Ok(result)
@@ -143,6 +161,10 @@ impl rmcp::ServerHandler for Wrapped {
                 Ok(rmcp::model::CallToolResponse::Complete(result))
             }
             Some(Reply::Hang) => std::future::pending().await,
+            Some(Reply::ListChanged) => {
+                context.peer.notify_tool_list_changed().await.unwrap();
+                self.inner.call_tool(request, context).await
+            }
             None => self.inner.call_tool(request, context).await,
         }
     }

@@ -63,6 +63,8 @@ mod execution_bounds;
 mod expansion;
 mod frames;
 #[cfg(feature = "host")]
+mod host_discovery;
+#[cfg(feature = "host")]
 mod host_examples;
 #[cfg(feature = "host")]
 mod host_hostile;
