@@ -73,7 +73,7 @@ pub type Override = Arc<dyn Fn(&str, &Value) -> Option<Reply> + Send + Sync>;
 #[derive(Clone)]
 pub struct Wrapped {
     pub inner: pilotage::server::PilotageHandler,
-    pub calls: Arc<Mutex<Vec<String>>>,
+    pub calls: Arc<Mutex<Vec<(String, Value)>>>,
     /// The capabilities of every `initialize` request.
     pub inits: Arc<Mutex<Vec<Value>>>,
     pub replace: Override,
@@ -88,7 +88,12 @@ impl Wrapped {
 
     /// How many `tools/call` of `tool` arrived.
     pub fn count(&self, tool: &str) -> usize {
-        self.calls.lock().unwrap().iter().filter(|c| *c == tool).count()
+        self.calls.lock().unwrap().iter().filter(|(name, _)| name == tool).count()
+    }
+
+    /// The arguments of every `tools/call` of `tool`, in order.
+    pub fn arguments(&self, tool: &str) -> Vec<Value> {
+        self.calls.lock().unwrap().iter().filter(|(name, _)| name == tool).map(|(_, a)| a.clone()).collect()
     }
 
     /// Serve over Streamable HTTP on 127.0.0.1 (every session shares the counters); the
@@ -153,8 +158,8 @@ impl rmcp::ServerHandler for Wrapped {
         request: rmcp::model::CallToolRequestParams,
         context: rmcp::service::RequestContext<rmcp::RoleServer>,
     ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
-        self.calls.lock().unwrap().push(request.name.to_string());
         let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+        self.calls.lock().unwrap().push((request.name.to_string(), arguments.clone()));
         match (self.replace)(&request.name, &arguments) {
             Some(Reply::Result(result)) => {
                 let result: rmcp::model::CallToolResult = serde_json::from_value(result).unwrap();

@@ -71,6 +71,8 @@ mod host_hostile;
 #[cfg(feature = "host")]
 mod host_kit;
 #[cfg(feature = "host")]
+mod host_loop;
+#[cfg(feature = "host")]
 mod host_python;
 #[cfg(feature = "host")]
 mod host_vectors;
