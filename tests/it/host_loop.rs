@@ -95,3 +95,50 @@ async fn catalog_drift_is_recovered_by_validating_again_and_resuming() {
     task.abort();
     task2.abort();
 }
+
+/// The promoted-program loop (Part II §7.4): the entry is looked up, the gate applied to its
+/// `risk_hints`, and the Run sent with the lookup's token; a destructive promoted program is
+/// held, a writing one runs without asking.
+#[tokio::test]
+async fn promoted_programs_are_gated_on_their_entrys_risk() {
+    let file = std::env::temp_dir().join(format!("pilotage-host-promoted-{}.sqlite", std::process::id()));
+    let runs = pilotage::state::SqliteState::open(&file).unwrap();
+    let server = pilotage::Server::builder()
+        .language(crate::automation::Automation::new)
+        .state(Arc::new(runs))
+        .stateless(true)
+        .anonymous_sessionless()
+        .build()
+        .unwrap();
+    let options =
+        pilotage::transport::HttpOptions { stateless: true, allowed_hosts: None, ..Default::default() };
+    let http = crate::support::HttpServer::start_with(&server, options).await;
+    let context = json!({"timezone": "Europe/Paris"});
+    let mut references = Vec::new();
+    for (name, body) in [
+        ("clear", json!({"steps": [{"id": "clear", "call": "outbox_clear", "with": {}}]})),
+        ("wait", json!({"steps": [{"id": "pause", "call": "wait", "with": {"ms": 1}}]})),
+    ] {
+        let args = json!({"name": "promote_automation", "arguments": {"automation": body, "name": name, "context": context}});
+        let capabilities = json!({"extensions": {crate::support::EXT: {}}});
+        let promoted =
+            crate::support::stateless_request(http.url(), "tools/call", args, capabilities, None).await;
+        references.push(promoted["result"]["structuredContent"]["program_ref"].as_str().unwrap().to_owned());
+    }
+    let approver = Recording::denying();
+    let host = Host::http(http.url()).stateless().approver(approver.clone()).connect().await.unwrap();
+    let auto = host.language("automation/v1").unwrap();
+    let options = ExecuteOptions { context: Some(context), ..ExecuteOptions::default() };
+    let held = auto.execute_promoted(&references[0], &options).await.unwrap();
+    let Execution::Denied(denial) = held else { panic!("{held:?}") };
+    assert_eq!(denial.request.entries.len(), 1);
+    assert!(denial.request.entries[0].risk_hints.destructive);
+    assert_eq!(approver.asked().len(), 1);
+    let waited = auto.execute_promoted(&references[1], &options).await.unwrap();
+    let Execution::Ran(ran) = waited else { panic!("{waited:?}") };
+    assert_eq!(ran.status, RunStatus::Success, "{:?}", ran.response);
+    assert_eq!(approver.asked().len(), 1, "a read-only promoted program needs no approval");
+    let unknown = auto.execute_promoted("prog_0000", &options).await.unwrap_err();
+    assert_eq!(unknown.request_kind(), Some(pilotage::model::errors::ErrorKind::NotFound));
+    let _ = std::fs::remove_file(&file);
+}

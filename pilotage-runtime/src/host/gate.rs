@@ -220,3 +220,62 @@ fn judged(mut request: GateRequest) -> GateDecision {
         GateDecision::NeedsApproval(Box::new(request))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(id: &str, hints: RiskHints) -> CatalogEntry {
+        let value =
+            serde_json::json!({"id": id, "kind": "table", "name": id, "risk": "r", "risk_hints": hints});
+        serde_json::from_value(value).unwrap()
+    }
+
+    fn validation(references: Option<&[&str]>) -> ValidateResponse {
+        let references = references.map(|r| r.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        serde_json::from_value(
+            serde_json::json!({"valid": true, "diagnostics": [], "references": references}),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn without_a_plan_the_references_entries_decide_and_a_missing_one_is_risky() {
+        let program = Value::from("SELECT 1");
+        let read = entry("a", RiskHints::READ_ONLY);
+        let wide = entry("b", RiskHints::new(true, false, true));
+        assert_eq!(decide("l/1", &program, &validation(Some(&["a"])), &[read.clone()]), GateDecision::Clear);
+        let GateDecision::NeedsApproval(both) =
+            decide("l/1", &program, &validation(Some(&["a", "b"])), &[read.clone(), wide])
+        else {
+            panic!("an openWorld entry needs approval")
+        };
+        assert_eq!(both.reasons, [GateReason::OpenWorld]);
+        assert_eq!(both.entries.len(), 2);
+        assert_eq!(both.program_text(), Some("SELECT 1"));
+        let GateDecision::NeedsApproval(missing) =
+            decide("l/1", &program, &validation(Some(&["a", "zz"])), &[read])
+        else {
+            panic!("an entry that could not be looked up is risky")
+        };
+        assert_eq!(missing.reasons, [GateReason::UnknownEntry("zz".into())]);
+        let GateDecision::NeedsApproval(none) = decide("l/1", &program, &validation(None), &[]) else {
+            panic!()
+        };
+        assert_eq!((none.reasons.as_slice(), none.risk), ([GateReason::NoRiskInformation].as_slice(), None));
+    }
+
+    #[test]
+    fn a_plan_understating_its_maximum_is_judged_by_its_steps() {
+        let plan = serde_json::json!({"valid": true, "diagnostics": [], "plan": {"max_risk": "safe",
+            "max_risk_hints": {"readOnly": true, "destructive": false, "openWorld": false},
+            "steps": [{"id": "s", "risk": "x", "risk_hints": {"readOnly": false, "destructive": true, "openWorld": false}}]}});
+        let validation: ValidateResponse = serde_json::from_value(plan).unwrap();
+        let GateDecision::NeedsApproval(request) = decide("l/1", &Value::Null, &validation, &[]) else {
+            panic!()
+        };
+        assert_eq!(request.reasons, [GateReason::Destructive]);
+        let GateDecision::NeedsApproval(unknown) = decide_promoted("l/1", "p", None) else { panic!() };
+        assert_eq!(unknown.reasons, [GateReason::UnknownEntry("p".into())]);
+    }
+}

@@ -132,3 +132,33 @@ pub(crate) fn json_len(value: &Value) -> usize {
 fn malformed(what: &str, reason: &str) -> HostError {
     HostError::Malformed { what: what.to_owned(), reason: reason.to_owned() }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::diagnostic::Severity;
+
+    #[test]
+    fn an_unknown_severity_reads_as_error_and_unknown_members_are_ignored() {
+        let structured = serde_json::json!({"valid": true, "future_member": 1, "diagnostics": [
+            {"severity": "catastrophic", "code": "c", "path": "", "message": "m", "x-new": true},
+            {"severity": "warning", "code": "w", "path": "", "message": "m"}
+        ]});
+        let answer = ToolAnswer { is_error: false, structured: Some(structured) };
+        let response = validate_response(answer, "v").unwrap();
+        let severities: Vec<Severity> = response.diagnostics.iter().map(|d| d.severity).collect();
+        assert_eq!(severities, [Severity::Error, Severity::Warning]);
+    }
+
+    #[test]
+    fn an_error_result_is_never_read_as_a_value() {
+        let bare = ToolAnswer {
+            is_error: true,
+            structured: Some(serde_json::json!({"valid": true, "diagnostics": []})),
+        };
+        let Err(HostError::Request(failure)) = validate_response(bare, "v") else {
+            panic!("an error read as a value")
+        };
+        assert_eq!(failure.kind, ErrorKind::Internal);
+    }
+}
