@@ -244,7 +244,10 @@ mod tests {
         let program = Value::from("SELECT 1");
         let read = entry("a", RiskHints::READ_ONLY);
         let wide = entry("b", RiskHints::new(true, false, true));
-        assert_eq!(decide("l/1", &program, &validation(Some(&["a"])), &[read.clone()]), GateDecision::Clear);
+        assert_eq!(
+            decide("l/1", &program, &validation(Some(&["a"])), std::slice::from_ref(&read)),
+            GateDecision::Clear
+        );
         let GateDecision::NeedsApproval(both) =
             decide("l/1", &program, &validation(Some(&["a", "b"])), &[read.clone(), wide])
         else {
