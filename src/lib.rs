@@ -48,6 +48,7 @@
 //! | `postgres` | `state::PostgresState`, the store several replicas share |
 //! | `jwt` | `transport::jwt::JwtAuthenticator` (implies `http`) |
 //! | `jsonschema` | schemas with keywords the built-in check does not evaluate (`pattern`, ...) |
+//! | `host` | `host`: the Host half, a client that drives any Pilotage server and enforces the risk gate (`docs/host.md`) |
 //!
 //! # `#[pilotage::language(...)]`
 //!

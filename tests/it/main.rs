@@ -63,6 +63,20 @@ mod execution_bounds;
 mod expansion;
 mod fair_slots;
 mod frames;
+#[cfg(feature = "host")]
+mod host_discovery;
+#[cfg(feature = "host")]
+mod host_examples;
+#[cfg(feature = "host")]
+mod host_hostile;
+#[cfg(feature = "host")]
+mod host_kit;
+#[cfg(feature = "host")]
+mod host_loop;
+#[cfg(feature = "host")]
+mod host_python;
+#[cfg(feature = "host")]
+mod host_vectors;
 mod hostile_calls;
 mod hostile_state;
 mod http_edge;
