@@ -45,7 +45,8 @@ pub struct Question<'a> {
 /// The question's text.
 pub fn message(q: &Question<'_>) -> String {
     let e = q.evidence;
-    let mut m = format!("The agent asks to run a program on `{}` ({}, tool `{}`).\n", q.server, q.language, q.tool);
+    let mut m =
+        format!("The agent asks to run a program on `{}` ({}, tool `{}`).\n", q.server, q.language, q.tool);
     let _ = writeln!(m, "Risk: {} (from the {}).", e.risk.words(), from(e.source));
     if let Some(gap) = &e.gap {
         let _ = writeln!(m, "Why approval is needed: {gap}.");
@@ -55,7 +56,13 @@ pub fn message(q: &Question<'_>) -> String {
         let _ = writeln!(m, "Plan ({} steps, max risk {}):", steps.len(), plan["max_risk"]);
         for step in steps.iter().take(LISTED) {
             let calls = step["calls"].as_str().map(|c| format!(" calls {c}")).unwrap_or_default();
-            let _ = writeln!(m, "  - {}{calls}: {} {}", text(&step["id"]), text(&step["risk"]), step["risk_hints"]);
+            let _ = writeln!(
+                m,
+                "  - {}{calls}: {} {}",
+                text(&step["id"]),
+                text(&step["risk"]),
+                step["risk_hints"]
+            );
         }
         if steps.len() > LISTED {
             let _ = writeln!(m, "  ... and {} more steps", steps.len() - LISTED);
@@ -96,7 +103,9 @@ pub fn message(q: &Question<'_>) -> String {
 fn from(source: Source) -> &'static str {
     match source {
         Source::Plan => "plan of the server's validation of this exact program",
-        Source::References => "catalog entries this program references, as the server's validation listed them",
+        Source::References => {
+            "catalog entries this program references, as the server's validation listed them"
+        }
         Source::Promoted => "promoted entry's risk hints",
         Source::Missing => "nothing: the server gave no risk information",
     }
@@ -117,7 +126,9 @@ pub async fn ask(
     let Some(host) = host else { return Answer::Unasked("no host".into()) };
     let can_ask = host.peer_info().is_some_and(|i| i.capabilities.elicitation.is_some());
     if !can_ask {
-        return Answer::Unasked("the host does not support elicitation, so the person could not be asked".into());
+        return Answer::Unasked(
+            "the host does not support elicitation, so the person could not be asked".into(),
+        );
     }
     let params: ElicitRequestParams = match serde_json::from_value(json!({
         "mode": "form",

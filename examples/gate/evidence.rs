@@ -135,7 +135,9 @@ pub async fn inline(
 /// plan). A plan the server may have sent anyway is not looked at.
 async fn references(inner: &Inner, language: &Language, references: &Value) -> Result<Evidence, ErrorData> {
     let Some(ids) = references.as_array() else {
-        return Ok(Evidence::missing("the Language declares no plan and the validation returned no references"));
+        return Ok(Evidence::missing(
+            "the Language declares no plan and the validation returned no references",
+        ));
     };
     if ids.len() > MAX_REFERENCES {
         return Ok(Evidence::missing(format!("more than {MAX_REFERENCES} references")));
@@ -186,7 +188,11 @@ pub async fn promoted(inner: &Inner, language: &Language, id: &str) -> Result<Ev
 
 /// A catalog `get` of `id`: the entry and the catalog version, or `None` when the Language
 /// has no catalog or the lookup failed.
-async fn entry(inner: &Inner, language: &Language, id: &str) -> Result<Option<(Value, Option<String>)>, ErrorData> {
+async fn entry(
+    inner: &Inner,
+    language: &Language,
+    id: &str,
+) -> Result<Option<(Value, Option<String>)>, ErrorData> {
     let Some(catalog) = &language.catalog else { return Ok(None) };
     let result = inner.call(catalog, json!({ "language": language.name, "verb": "get", "id": id })).await?;
     Ok(match result.structured_content {

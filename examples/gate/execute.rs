@@ -40,7 +40,11 @@ async fn surface(inner: &Inner) -> Result<Arc<Surface>, ErrorData> {
 }
 
 /// Serve one `tools/call` from the host.
-pub async fn call(inner: &Arc<Inner>, mut call: CallToolRequest, context: RequestContext<RoleServer>) -> Result<ServerResult, ErrorData> {
+pub async fn call(
+    inner: &Arc<Inner>,
+    mut call: CallToolRequest,
+    context: RequestContext<RoleServer>,
+) -> Result<ServerResult, ErrorData> {
     let surface = surface(inner).await?;
     let name = call.params.name.to_string();
     let Some(tool) = surface.programs.get(&name) else {
@@ -155,10 +159,17 @@ async fn decide(
     }));
     let why = match decision {
         "safe" | "approved" => return Ok(Ok(evidence.catalog_version.clone())),
-        "refused_invalid" => "the program's validation stands with error-severity diagnostics (validate it and fix them first)".to_owned(),
+        "refused_invalid" => {
+            "the program's validation stands with error-severity diagnostics (validate it and fix them first)"
+                .to_owned()
+        }
         "declined" => format!("the person declined to approve it (risk: {})", evidence.risk.words()),
-        "cancelled" => format!("the person cancelled the approval question (risk: {})", evidence.risk.words()),
-        _ => format!("approval is required (risk: {}) and could not be obtained: {by}", evidence.risk.words()),
+        "cancelled" => {
+            format!("the person cancelled the approval question (risk: {})", evidence.risk.words())
+        }
+        _ => {
+            format!("approval is required (risk: {}) and could not be obtained: {by}", evidence.risk.words())
+        }
     };
     let message = format!(
         "The Host's risk gate did not run this program: {why}. Nothing was sent to the server and no run exists; \

@@ -88,10 +88,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     };
     let audit = policy::Audit::open(cli.audit.as_deref())?;
     let gate = proxy::Gate::new(upstream, policy, audit, Duration::from_secs(cli.ask_timeout));
-    let served = gate
-        .serve((tokio::io::stdin(), tokio::io::stdout()))
-        .await
-        .context("the host did not initialize")?;
+    let served =
+        gate.serve((tokio::io::stdin(), tokio::io::stdout())).await.context("the host did not initialize")?;
     served.waiting().await.context("serving the host")?;
     Ok(())
 }

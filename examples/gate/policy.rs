@@ -39,9 +39,10 @@ impl Policy {
     /// Read a policy file; anything but the documented shape is an error (the gate does not
     /// start on a policy it cannot read).
     pub fn load(path: &Path) -> anyhow::Result<Policy> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading the policy {}", path.display()))?;
-        let value: Value =
-            serde_json::from_str(&text).with_context(|| format!("the policy {} is not JSON", path.display()))?;
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the policy {}", path.display()))?;
+        let value: Value = serde_json::from_str(&text)
+            .with_context(|| format!("the policy {} is not JSON", path.display()))?;
         let mut policy = Policy { file: Some(path.to_owned()), servers: HashMap::new() };
         let Some(servers) = value.get("servers").and_then(Value::as_object) else {
             bail!("the policy {} has no `servers` object", path.display());
@@ -57,7 +58,9 @@ impl Policy {
                     match hint.as_str() {
                         Some("destructive") => approved.destructive = true,
                         Some("openWorld") => approved.open_world = true,
-                        _ => bail!("policy: `{server}` `{language}`: {hint} is not `openWorld` or `destructive`"),
+                        _ => bail!(
+                            "policy: `{server}` `{language}`: {hint} is not `openWorld` or `destructive`"
+                        ),
                     }
                 }
                 if !hints.is_array() {
@@ -129,8 +132,10 @@ mod tests {
 
     #[test]
     fn only_what_is_written_is_approved() {
-        let p = load(r#"{"servers": {"api": {"http/v1": ["openWorld"], "sql/v1": ["destructive", "openWorld"]}}}"#)
-            .unwrap();
+        let p = load(
+            r#"{"servers": {"api": {"http/v1": ["openWorld"], "sql/v1": ["destructive", "openWorld"]}}}"#,
+        )
+        .unwrap();
         let out = Risk::Risky { destructive: false, open_world: true };
         let gone = Risk::Risky { destructive: true, open_world: false };
         assert!(p.approves("api", "http/v1", out));

@@ -16,8 +16,8 @@ use std::time::Duration;
 use anyhow::Context;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientNotification, ClientRequest, ClientResult, ErrorData,
-    GetMeta, InitializeRequestParams, InitializeResult, ProgressToken, ServerNotification,
-    ServerRequest, ServerResult,
+    GetMeta, InitializeRequestParams, InitializeResult, ProgressToken, ServerNotification, ServerRequest,
+    ServerResult,
 };
 use rmcp::service::{
     NotificationContext, Peer, PeerRequestOptions, RequestContext, RoleClient, RoleServer, RunningService,
@@ -138,7 +138,11 @@ impl Inner {
 
     /// Send `request` upstream on the host's behalf: its `_meta` as the host sent it (the
     /// progress token mapped), cancelled upstream when the host cancels it.
-    pub async fn forward(&self, mut request: ClientRequest, context: RequestContext<RoleServer>) -> Result<ServerResult, ErrorData> {
+    pub async fn forward(
+        &self,
+        mut request: ClientRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ServerResult, ErrorData> {
         let peer = &self.upstream()?.peer;
         let host_token = context.meta.get_progress_token();
         let mut meta = context.meta;
@@ -214,7 +218,11 @@ fn carrier(e: ServiceError) -> ErrorData {
 }
 
 impl Service<RoleServer> for Gate {
-    async fn handle_request(&self, request: ClientRequest, context: RequestContext<RoleServer>) -> Result<ServerResult, ErrorData> {
+    async fn handle_request(
+        &self,
+        request: ClientRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ServerResult, ErrorData> {
         let inner = &self.0;
         match request {
             ClientRequest::InitializeRequest(init) => {
@@ -233,11 +241,17 @@ impl Service<RoleServer> for Gate {
         }
     }
 
-    async fn handle_notification(&self, mut notification: ClientNotification, context: NotificationContext<RoleServer>) -> Result<(), ErrorData> {
+    async fn handle_notification(
+        &self,
+        mut notification: ClientNotification,
+        context: NotificationContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
         match notification {
             // Cancellations are carried by the cancellation of each forwarded request;
             // `initialized` was sent upstream when the gate connected.
-            ClientNotification::CancelledNotification(_) | ClientNotification::InitializedNotification(_) => Ok(()),
+            ClientNotification::CancelledNotification(_) | ClientNotification::InitializedNotification(_) => {
+                Ok(())
+            }
             _ => {
                 *notification.get_meta_mut() = context.meta;
                 let peer = &self.0.upstream()?.peer;
@@ -252,7 +266,11 @@ impl Service<RoleServer> for Gate {
 }
 
 impl Service<RoleClient> for Backward {
-    async fn handle_request(&self, mut request: ServerRequest, context: RequestContext<RoleClient>) -> Result<ClientResult, ErrorData> {
+    async fn handle_request(
+        &self,
+        mut request: ServerRequest,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ClientResult, ErrorData> {
         if let ServerRequest::PingRequest(_) = request {
             return Ok(ClientResult::empty(()));
         }
@@ -260,11 +278,20 @@ impl Service<RoleClient> for Backward {
         let mut meta = context.meta;
         meta.0 .0.remove("progressToken");
         *request.get_meta_mut() = meta;
-        let handle = host.send_cancellable_request(request, PeerRequestOptions::no_options()).await.map_err(carrier)?;
-        answer_or_cancel(handle, context.ct.cancelled(), "the server cancelled the request").await.map_err(carrier)
+        let handle = host
+            .send_cancellable_request(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(carrier)?;
+        answer_or_cancel(handle, context.ct.cancelled(), "the server cancelled the request")
+            .await
+            .map_err(carrier)
     }
 
-    async fn handle_notification(&self, mut notification: ServerNotification, context: NotificationContext<RoleClient>) -> Result<(), ErrorData> {
+    async fn handle_notification(
+        &self,
+        mut notification: ServerNotification,
+        context: NotificationContext<RoleClient>,
+    ) -> Result<(), ErrorData> {
         *notification.get_meta_mut() = context.meta;
         match &mut notification {
             ServerNotification::CancelledNotification(_) => return Ok(()),

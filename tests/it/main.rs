@@ -62,6 +62,8 @@ mod engine_bounds;
 mod execution_bounds;
 mod expansion;
 mod frames;
+#[cfg(feature = "host")]
+mod gate;
 mod hostile_calls;
 mod hostile_state;
 mod http_edge;
