@@ -71,12 +71,12 @@ pub fn message(q: &Question<'_>) -> String {
     for entry in e.entries.iter().take(LISTED) {
         let _ = writeln!(
             m,
-            "  - entry {} ({}): {} {}; {}",
+            "  - entry {} ({}): {} {}{}",
             text(&entry["id"]),
             text(&entry["kind"]),
             text(&entry["risk"]),
             entry["risk_hints"],
-            text(&entry["description"])
+            entry["description"].as_str().map(|d| format!("; {d}")).unwrap_or_default()
         );
     }
     match (q.program, q.program_ref) {

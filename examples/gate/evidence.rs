@@ -108,7 +108,13 @@ pub async fn inline(
     let mut evidence = if language.plan {
         match response.get("plan").filter(|p| p.is_object()) {
             Some(plan) => Evidence {
-                risk: Risk::of_hints(&plan["max_risk_hints"]),
+                // The maximum joined with every step's hints: an understated maximum does not
+                // hide a step.
+                risk: Risk::aggregate(
+                    std::iter::once(&plan["max_risk_hints"])
+                        .chain(plan["steps"].as_array().into_iter().flatten().map(|s| &s["risk_hints"]))
+                        .map(Risk::of_hints),
+                ),
                 source: Source::Plan,
                 plan: Some(plan.clone()),
                 entries: Vec::new(),

@@ -59,7 +59,8 @@ pub async fn call(
     let gated = gate(inner, &surface, tool, &name, &arguments, &context).await?;
     match gated {
         Ok(catalog_version) => {
-            if let (Some(version), Some(args)) = (catalog_version, call.params.arguments.as_mut()) {
+            let args = call.params.arguments.as_mut().filter(|_| tool.takes_version);
+            if let (Some(version), Some(args)) = (catalog_version, args) {
                 args.insert("expected_catalog_version".into(), Value::String(version));
             }
             inner.forward(ClientRequest::CallToolRequest(call), context).await

@@ -32,6 +32,9 @@ pub struct ProgramTool {
     pub languages: Vec<String>,
     /// Whether a manifest names this tool as a Language's validate tool.
     pub validates: bool,
+    /// Whether its input schema has `expected_catalog_version` (an execute tool's does; a
+    /// program tool the manifest does not name, gated all the same, may not).
+    pub takes_version: bool,
 }
 
 /// The surface learned from `tools/list` and `pilotage_manifest`.
@@ -72,9 +75,13 @@ impl Surface {
                 _ => Vec::new(),
             };
             let validates = languages.values().any(|l: &Language| l.validate.as_deref() == Some(&*tool.name));
+            let takes_version = tool
+                .input_schema
+                .get("properties")
+                .is_some_and(|p| p.get("expected_catalog_version").is_some());
             programs.insert(
                 tool.name.to_string(),
-                ProgramTool { argument: argument.to_owned(), languages: names, validates },
+                ProgramTool { argument: argument.to_owned(), languages: names, validates, takes_version },
             );
         }
         Surface { languages, programs }

@@ -8,7 +8,9 @@ SCENARIO_JSON is one JSON object:
      "elicitation": "approve" | "approve_no" | "decline" | "cancel" | "absent",
      "calls": [{"tool": NAME, "arguments": {...}, "progress": true?}, ...]}
 
-The host calls each tool in order on one session and answers every elicitation as told
+An argument written {"$from": N, "member": M} is replaced by member M of call N's
+structuredContent (a program_ref from a promotion). The host calls each tool in order on one
+session and answers every elicitation as told
 ("absent": the session declares no elicitation capability). Prints one JSON line of findings:
 the initialize result, the tool list, each call's result (isError, structuredContent, and the
 progress notifications it saw) and every question the host was asked.
@@ -26,6 +28,14 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 EXT = "io.github.jafarsa0/pilotage"
+
+
+def resolve(value: Any, calls: list[dict[str, Any]]) -> Any:
+    if isinstance(value, dict) and "$from" in value:
+        return (calls[value["$from"]]["structured"] or {}).get(value["member"])
+    if isinstance(value, dict):
+        return {k: resolve(v, calls) for k, v in value.items()}
+    return value
 
 
 def dump(model: Any) -> Any:
@@ -62,7 +72,8 @@ async def main(scenario: dict[str, Any]) -> None:
                     progress.append(value)
 
                 callback = on_progress if call.get("progress") else None
-                result = await s.call_tool(call["tool"], call.get("arguments", {}), progress_callback=callback)
+                arguments = resolve(call.get("arguments", {}), findings["calls"])
+                result = await s.call_tool(call["tool"], arguments, progress_callback=callback)
                 await anyio.sleep(0.05 if callback else 0)  # progress callbacks run in spawned tasks
                 findings["calls"].append(
                     {
