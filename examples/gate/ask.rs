@@ -33,12 +33,17 @@ pub enum Answer {
 
 /// What the question is about.
 pub struct Question<'a> {
+    /// The upstream's `serverInfo.name`.
     pub server: &'a str,
+    /// The Language's name.
     pub language: &'a str,
+    /// The tool called.
     pub tool: &'a str,
     /// The inline program, or `None` for a `program_ref` run.
     pub program: Option<&'a Value>,
+    /// The promoted program's reference, for a `program_ref` run.
     pub program_ref: Option<&'a str>,
+    /// What the risk was read from.
     pub evidence: &'a Evidence,
 }
 

@@ -11,7 +11,12 @@ pub enum Risk {
     /// Neither `destructive` nor `openWorld`.
     Safe,
     /// `destructive` or `openWorld` (or both).
-    Risky { destructive: bool, open_world: bool },
+    Risky {
+        /// `destructive` is true.
+        destructive: bool,
+        /// `openWorld` is true.
+        open_world: bool,
+    },
     /// No risk information, or information the gate cannot read: treated as risky (fail
     /// closed), and never pre-approved by a policy.
     Unknown,

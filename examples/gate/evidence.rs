@@ -41,7 +41,9 @@ impl Source {
 /// What the gate decides on.
 #[derive(Debug)]
 pub struct Evidence {
+    /// The risk, by the rule in `decide`.
     pub risk: Risk,
+    /// Where it came from.
     pub source: Source,
     /// The plan the risk came from (when [`Source::Plan`]).
     pub plan: Option<Value>,

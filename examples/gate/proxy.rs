@@ -38,11 +38,17 @@ pub enum Upstream {
     /// A command (and its arguments) spawned with its stdin and stdout as the MCP channel.
     Command(Vec<String>),
     /// A Streamable HTTP endpoint, with an optional bearer token.
-    Http { url: String, bearer: Option<String> },
+    Http {
+        /// The endpoint's URL.
+        url: String,
+        /// The bearer token sent with every request.
+        bearer: Option<String>,
+    },
 }
 
 /// The connected upstream: its peer and what keeps it running.
 pub struct Connected {
+    /// The client side of the upstream connection.
     pub peer: Peer<RoleClient>,
     /// The upstream's `initialize` result, as received.
     pub info: InitializeResult,
@@ -63,8 +69,11 @@ pub struct Inner {
     pub surface: tokio::sync::Mutex<Option<Arc<Surface>>>,
     /// Validations the host's model ran, by exact program.
     pub validations: Validations,
+    /// The pre-approvals of the policy file.
     pub policy: Policy,
+    /// Where each gated call's audit line goes.
     pub audit: Audit,
+    /// How long the person has to answer a question.
     pub ask_timeout: Duration,
 }
 

@@ -241,10 +241,12 @@ async fn a_safe_plan_passes_without_a_question_with_the_validations_catalog_vers
     let version = validated["catalog_version"].as_str().unwrap();
     assert_eq!(findings["calls"][1]["structured"]["outcome"]["status"], "success", "{findings}");
     assert!(findings["calls"][1]["progress"].as_u64().unwrap() >= 1, "progress passes through: {findings}");
-    let received = up.received.lock().unwrap();
-    assert_eq!(received.executes.len(), 1);
-    assert_eq!(received.executes[0]["expected_catalog_version"], version);
-    assert_eq!(received.validates, 1, "the gate used the validation it saw");
+    {
+        let received = up.received.lock().unwrap();
+        assert_eq!(received.executes.len(), 1);
+        assert_eq!(received.executes[0]["expected_catalog_version"], version);
+        assert_eq!(received.validates, 1, "the gate used the validation it saw");
+    }
     assert_eq!(audit.len(), 1);
     assert_eq!((audit[0]["gate"].as_str(), audit[0]["risk_from"].as_str()), (Some("safe"), Some("plan")));
 
