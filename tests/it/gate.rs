@@ -7,6 +7,7 @@
 //! the way a hostile server would (drop the plan, or declare no plan and send a safe one).
 //! One test runs the gate in front of the automation binary over stdio.
 
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use pilotage::server::PilotageHandler;
@@ -21,7 +22,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Value};
 
-use crate::long_run_clients::{python, root, run_client};
+use crate::long_run_clients::{node_modules, python, root, run_client};
 use crate::support::{assert_def, example_binary, schemas, Conn, HttpStyle};
 
 /// How the recording upstream lies.
@@ -185,16 +186,40 @@ fn execute(p: &Value) -> Value {
     }, "progress": true})
 }
 
-/// One host session through the gate: `gate_args` before `--`, `calls` in order, elicitation
-/// answered as `elicitation` says. Returns the findings and the audit lines.
+/// One host session through the gate, with the official Python SDK: `gate_args` before `--`,
+/// `calls` in order, elicitation answered as `elicitation` says. Returns the findings and the
+/// audit lines.
 async fn host(gate_args: &[String], elicitation: &str, calls: Vec<Value>, tag: &str) -> (Value, Vec<Value>) {
+    host_with(Sdk::Python, gate_args, elicitation, calls, tag).await
+}
+
+/// Which official SDK is the host.
+#[derive(Clone, Copy)]
+enum Sdk {
+    Python,
+    TypeScript,
+}
+
+async fn host_with(
+    sdk: Sdk,
+    gate_args: &[String],
+    elicitation: &str,
+    calls: Vec<Value>,
+    tag: &str,
+) -> (Value, Vec<Value>) {
     let audit = TempStore::new(&format!("gate-audit-{tag}"));
     let mut command = vec![example_binary("gate").display().to_string(), "--audit".into()];
     command.push(audit.path().display().to_string());
     command.extend(gate_args.iter().cloned());
     let scenario = json!({"command": command, "elicitation": elicitation, "calls": calls});
-    let script = root().join("tests/clients/gate.py").display().to_string();
-    let findings = run_client(&python(), &[script, scenario.to_string()]).await;
+    let script = |name: &str| root().join("tests/clients").join(name).display().to_string();
+    let findings = match sdk {
+        Sdk::Python => run_client(&python(), &[script("gate.py"), scenario.to_string()]).await,
+        Sdk::TypeScript => {
+            let modules = node_modules().display().to_string();
+            run_client(Path::new("node"), &[script("gate.mjs"), modules, scenario.to_string()]).await
+        }
+    };
     let lines = std::fs::read_to_string(audit.path()).unwrap_or_default();
     let audit = lines.lines().map(|l| serde_json::from_str(l).expect("an audit line is JSON")).collect();
     (findings, audit)
@@ -432,4 +457,28 @@ async fn a_promoted_program_is_gated_on_its_entrys_risk_hints() {
         gates,
         [("safe", "plan"), ("approved", "plan"), ("safe", "promoted_entry"), ("approved", "promoted_entry")]
     );
+}
+
+#[tokio::test]
+async fn the_typescript_sdk_as_the_host() {
+    for (answer, arrived, asked) in [("approve", 1, 1), ("decline", 0, 1), ("absent", 0, 0)] {
+        let up = upstream(Lie::Honest).await;
+        let calls = vec![validate(&destructive()), execute(&destructive())];
+        let (findings, audit) = host_with(Sdk::TypeScript, &endpoint(&up), answer, calls, answer).await;
+        asked_with_the_unverified_claims_statement(&findings, asked);
+        let received = up.received.lock().unwrap();
+        assert_eq!(received.executes.len(), arrived, "{answer}");
+        if arrived == 1 {
+            let version = &findings["calls"][0]["structured"]["catalog_version"];
+            assert_eq!(&received.executes[0]["expected_catalog_version"], version);
+            assert_eq!(findings["calls"][1]["structured"]["outcome"]["ok"], true, "{findings}");
+        } else {
+            assert_refused(
+                &findings,
+                1,
+                if asked == 1 { "declined" } else { "does not support elicitation" },
+            );
+        }
+        assert_eq!(audit.len(), 1, "{answer}");
+    }
 }

@@ -28,7 +28,7 @@ pub(crate) fn python() -> PathBuf {
     p
 }
 
-fn node_modules() -> PathBuf {
+pub(crate) fn node_modules() -> PathBuf {
     let m = root().join("target/clients/node/node_modules");
     assert!(
         m.join("@modelcontextprotocol/sdk/package.json").exists(),
