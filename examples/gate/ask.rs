@@ -5,6 +5,9 @@
 use std::fmt::Write;
 use std::time::Duration;
 
+// The statement every question carries (Part II §7.3, honest approval presentation) is the
+// library's own.
+use pilotage::host::UNVERIFIED_CLAIMS as UNVERIFIED;
 use rmcp::model::{ElicitRequestParams, ElicitationAction};
 use rmcp::service::{Peer, RoleServer};
 use serde_json::{json, Value};
@@ -14,9 +17,6 @@ use crate::evidence::{Evidence, Source};
 /// The most plan steps (or entries) the question lists, and the most program characters it shows.
 const LISTED: usize = 40;
 const PROGRAM_CHARS: usize = 4000;
-
-/// The statement every question carries (Part II §7.3, honest approval presentation).
-pub const UNVERIFIED: &str = "The plan, the entry descriptions and the risk labels are unverified claims of the server: the gate cannot check them.";
 
 /// What the person (or the host) answered.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,8 +1,11 @@
-//! The Host risk rule of Part II §7.3, in one place: which risk needs approval.
-//!
-//! The rule belongs to `pilotage::host` (issue 29); until its gate decision is public this
-//! module is the gate's only copy of it, so switching to the library is a change here alone.
+//! The risk rule of Part II §7.3 is `pilotage::host`'s ([`decide`], [`decide_promoted`]): this
+//! module gives it what the gate saw, typed, and reads its verdict as the gate's [`Risk`].
+//! What the library cannot read (a validation or an entry that is not the official shape) is
+//! [`Risk::Unknown`].
 
+use pilotage::host::{decide, decide_promoted, GateDecision, GateReason};
+use pilotage::model::catalog::CatalogEntry;
+use pilotage::model::plan::ValidateResponse;
 use serde_json::Value;
 
 /// What the gate knows of a program's risk.
@@ -23,35 +26,38 @@ pub enum Risk {
 }
 
 impl Risk {
-    /// The risk of one `risk_hints` object (a plan's `max_risk_hints`, a catalog entry's
-    /// `risk_hints`): [`Risk::Unknown`] unless `destructive` and `openWorld` are both booleans.
-    pub fn of_hints(hints: &Value) -> Risk {
-        match (hints["destructive"].as_bool(), hints["openWorld"].as_bool()) {
-            (Some(false), Some(false)) => Risk::Safe,
-            (Some(destructive), Some(open_world)) => Risk::Risky { destructive, open_world },
-            _ => Risk::Unknown,
-        }
+    /// The library's verdict on an inline program: `validation` is the validate response as
+    /// received, `entries` the catalog entries of its references (as looked up).
+    pub fn of_validation(language: &str, program: &Value, validation: &Value, entries: &[Value]) -> Risk {
+        let Ok(validation) = serde_json::from_value::<ValidateResponse>(validation.clone()) else {
+            return Risk::Unknown;
+        };
+        let entries: Vec<CatalogEntry> =
+            entries.iter().filter_map(|e| serde_json::from_value(e.clone()).ok()).collect();
+        Risk::of(&decide(language, program, &validation, &entries))
     }
 
-    /// The aggregate of several entries' risks (OR over the hints). Nothing to aggregate is
-    /// no risk information: [`Risk::Unknown`].
-    pub fn aggregate(all: impl IntoIterator<Item = Risk>) -> Risk {
-        let (mut any, mut destructive, mut open_world) = (false, false, false);
-        for risk in all {
-            any = true;
-            match risk {
-                Risk::Unknown => return Risk::Unknown,
-                Risk::Safe => {}
-                Risk::Risky { destructive: d, open_world: o } => {
-                    destructive |= d;
-                    open_world |= o;
+    /// The library's verdict on a `program_ref` run, from its promoted entry.
+    pub fn of_promoted(language: &str, program_ref: &str, entry: &Value) -> Risk {
+        let entry: Option<CatalogEntry> = serde_json::from_value(entry.clone()).ok();
+        Risk::of(&decide_promoted(language, program_ref, entry.as_ref()))
+    }
+
+    fn of(decision: &GateDecision) -> Risk {
+        match decision {
+            GateDecision::Clear => Risk::Safe,
+            GateDecision::NeedsApproval(request) => {
+                let unread = request
+                    .reasons
+                    .iter()
+                    .any(|r| matches!(r, GateReason::UnknownEntry(_) | GateReason::NoRiskInformation));
+                match request.risk {
+                    Some(h) if !unread && (h.destructive || h.open_world) => {
+                        Risk::Risky { destructive: h.destructive, open_world: h.open_world }
+                    }
+                    _ => Risk::Unknown,
                 }
             }
-        }
-        match (any, destructive || open_world) {
-            (false, _) => Risk::Unknown,
-            (true, false) => Risk::Safe,
-            (true, true) => Risk::Risky { destructive, open_world },
         }
     }
 
@@ -75,28 +81,55 @@ impl Risk {
 #[cfg(test)]
 mod tests {
     use super::Risk;
-    use serde_json::json;
+    use serde_json::{json, Value};
+
+    const SAFE: &str = r#"{"readOnly": true, "destructive": false, "openWorld": false}"#;
+    const GONE: &str = r#"{"readOnly": false, "destructive": true, "openWorld": false}"#;
+    const OUT: &str = r#"{"readOnly": true, "destructive": false, "openWorld": true}"#;
+
+    fn hints(text: &str) -> Value {
+        serde_json::from_str(text).unwrap()
+    }
+
+    fn planned(max: &str, steps: &[&str]) -> Value {
+        let steps: Vec<Value> = steps
+            .iter()
+            .enumerate()
+            .map(|(i, h)| json!({"id": format!("s{i}"), "risk": "r", "risk_hints": hints(h)}))
+            .collect();
+        json!({"valid": true, "diagnostics": [], "plan": {"steps": steps, "max_risk": "r", "max_risk_hints": hints(max)}})
+    }
+
+    fn entry(id: &str, h: &str) -> Value {
+        json!({"id": id, "kind": "action", "name": id, "risk": "r", "risk_hints": hints(h)})
+    }
 
     #[test]
-    fn hints_and_their_aggregate() {
-        let safe = json!({"readOnly": true, "destructive": false, "openWorld": false});
-        let write = json!({"readOnly": false, "destructive": false, "openWorld": false});
-        let gone = json!({"readOnly": false, "destructive": true, "openWorld": false});
-        let out = json!({"readOnly": true, "destructive": false, "openWorld": true});
-        assert_eq!(Risk::of_hints(&safe), Risk::Safe);
-        assert_eq!(Risk::of_hints(&write), Risk::Safe);
-        assert_eq!(Risk::of_hints(&gone), Risk::Risky { destructive: true, open_world: false });
-        assert_eq!(Risk::of_hints(&out), Risk::Risky { destructive: false, open_world: true });
-        assert_eq!(Risk::of_hints(&json!({"destructive": false})), Risk::Unknown);
-        assert_eq!(Risk::of_hints(&json!({"destructive": "no", "openWorld": false})), Risk::Unknown);
-        assert_eq!(Risk::of_hints(&json!(null)), Risk::Unknown);
-        let both = Risk::aggregate([Risk::of_hints(&gone), Risk::of_hints(&out), Risk::Safe]);
-        assert_eq!(both, Risk::Risky { destructive: true, open_world: true });
-        assert_eq!(Risk::aggregate([Risk::Safe, Risk::Safe]), Risk::Safe);
-        assert_eq!(Risk::aggregate([Risk::Safe, Risk::Unknown]), Risk::Unknown);
-        assert_eq!(Risk::aggregate([]), Risk::Unknown);
+    fn the_librarys_verdicts_read_as_the_gates_risk() {
+        let p = json!({});
+        assert_eq!(Risk::of_validation("l/1", &p, &planned(SAFE, &[SAFE]), &[]), Risk::Safe);
+        let gone = Risk::Risky { destructive: true, open_world: false };
+        assert_eq!(Risk::of_validation("l/1", &p, &planned(GONE, &[GONE]), &[]), gone);
+        assert_eq!(Risk::of_validation("l/1", &p, &planned(SAFE, &[SAFE, GONE]), &[]), gone, "understated");
+        let refs = json!({"valid": true, "diagnostics": [], "references": ["a", "b"]});
+        let both = Risk::Risky { destructive: true, open_world: true };
+        assert_eq!(Risk::of_validation("l/1", &p, &refs, &[entry("a", GONE), entry("b", OUT)]), both);
+        assert_eq!(Risk::of_validation("l/1", &p, &refs, &[entry("a", SAFE)]), Risk::Unknown, "b is missing");
+        let bare = json!({"valid": true, "diagnostics": []});
+        assert_eq!(Risk::of_validation("l/1", &p, &bare, &[]), Risk::Unknown, "no plan, no references");
+        assert_eq!(
+            Risk::of_validation("l/1", &p, &json!({"valid": true}), &[]),
+            Risk::Unknown,
+            "not a response"
+        );
+        assert_eq!(
+            Risk::of_promoted("l/1", "p", &entry("p", OUT)),
+            Risk::Risky { destructive: false, open_world: true }
+        );
+        assert_eq!(Risk::of_promoted("l/1", "p", &entry("p", SAFE)), Risk::Safe);
+        assert_eq!(Risk::of_promoted("l/1", "p", &json!({"id": "p"})), Risk::Unknown);
         assert!(!Risk::Safe.needs_approval());
         assert!(Risk::Unknown.needs_approval());
-        assert!(Risk::Risky { destructive: false, open_world: true }.needs_approval());
+        assert!(both.needs_approval());
     }
 }

@@ -108,27 +108,26 @@ pub async fn inline(
         || response["diagnostics"].as_array().into_iter().flatten().any(|d| d["severity"] == "error");
     let catalog_version = response["catalog_version"].as_str().map(str::to_owned);
     let mut evidence = if language.plan {
+        // The plan decides; references a server may send anyway are not looked at.
         match response.get("plan").filter(|p| p.is_object()) {
-            Some(plan) => Evidence {
-                // The maximum joined with every step's hints: an understated maximum does not
-                // hide a step.
-                risk: Risk::aggregate(
-                    std::iter::once(&plan["max_risk_hints"])
-                        .chain(plan["steps"].as_array().into_iter().flatten().map(|s| &s["risk_hints"]))
-                        .map(Risk::of_hints),
-                ),
-                source: Source::Plan,
-                plan: Some(plan.clone()),
-                entries: Vec::new(),
-                catalog_version: None,
-                gap: None,
-                invalid,
-                validated_here,
-            },
+            Some(plan) => {
+                let mut judged = response.clone();
+                judged.as_object_mut().map(|o| o.remove("references"));
+                Evidence {
+                    risk: Risk::of_validation(&language.name, program, &judged, &[]),
+                    source: Source::Plan,
+                    plan: Some(plan.clone()),
+                    entries: Vec::new(),
+                    catalog_version: None,
+                    gap: None,
+                    invalid,
+                    validated_here,
+                }
+            }
             None => Evidence::missing("the Language declares a plan, but the validation returned none"),
         }
     } else {
-        references(inner, language, &response["references"]).await?
+        references(inner, language, program, &response).await?
     };
     if evidence.risk == Risk::Unknown && evidence.gap.is_none() {
         evidence.gap = Some("the risk hints are missing or unreadable".into());
@@ -140,9 +139,15 @@ pub async fn inline(
 }
 
 /// The aggregate of the server-provided `references`' catalog entries (a Language without a
-/// plan). A plan the server may have sent anyway is not looked at.
-async fn references(inner: &Inner, language: &Language, references: &Value) -> Result<Evidence, ErrorData> {
-    let Some(ids) = references.as_array() else {
+/// plan). A plan the server may have sent anyway is not looked at. An empty list is no risk
+/// information (Part II §7.3, fail closed): the program names nothing whose risk could be read.
+async fn references(
+    inner: &Inner,
+    language: &Language,
+    program: &Value,
+    response: &Value,
+) -> Result<Evidence, ErrorData> {
+    let Some(ids) = response["references"].as_array().filter(|ids| !ids.is_empty()) else {
         return Ok(Evidence::missing(
             "the Language declares no plan and the validation returned no references",
         ));
@@ -151,21 +156,16 @@ async fn references(inner: &Inner, language: &Language, references: &Value) -> R
         return Ok(Evidence::missing(format!("more than {MAX_REFERENCES} references")));
     }
     let mut entries = Vec::new();
-    let mut risks = Vec::new();
     for id in ids {
-        let Some(id) = id.as_str() else {
-            return Ok(Evidence::missing("a reference is not a string"));
-        };
-        match entry(inner, language, id).await? {
-            Some((entry, _)) => {
-                risks.push(Risk::of_hints(&entry["risk_hints"]));
-                entries.push(entry);
-            }
-            None => return Ok(Evidence::missing(format!("the catalog entry `{id}` could not be looked up"))),
+        // An entry not found is left out: the library's rule reads it as unknown risk.
+        if let Some((entry, _)) = entry(inner, language, id.as_str().unwrap_or_default()).await? {
+            entries.push(entry);
         }
     }
+    let mut judged = response.clone();
+    judged.as_object_mut().map(|o| o.remove("plan"));
     Ok(Evidence {
-        risk: Risk::aggregate(risks),
+        risk: Risk::of_validation(&language.name, program, &judged, &entries),
         source: Source::References,
         plan: None,
         entries,
@@ -183,7 +183,7 @@ pub async fn promoted(inner: &Inner, language: &Language, id: &str) -> Result<Ev
         return Ok(Evidence::missing(format!("the promoted entry `{id}` could not be looked up")));
     };
     Ok(Evidence {
-        risk: Risk::of_hints(&entry["risk_hints"]),
+        risk: Risk::of_promoted(&language.name, id, &entry),
         source: Source::Promoted,
         plan: None,
         entries: vec![entry],

@@ -1,12 +1,17 @@
 //! The runtime's layout, kept by tests: one room per concept, dependencies pointing one way
-//! (model ← engine ← state ← ops ← server ← transport ← testkit), no import cycle between files, and no
-//! function longer than a page.
+//! (model ← engine ← state ← ops ← server ← transport ← testkit; the side room `host` uses
+//! `model` only and nothing uses it), no import cycle between files, and no function longer
+//! than a page.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The rooms in dependency order: each may use only itself and the rooms before it.
 const ROOMS: [&str; 7] = ["model", "engine", "state", "ops", "server", "transport", "testkit"];
+
+/// Rooms beside the chain: each may use only itself and the rooms it names, and no other room
+/// may use it (the Host half of Pilotage shares the wire model, never the server's machinery).
+const SIDE_ROOMS: [(&str, &[&str]); 1] = [("host", &["model"])];
 
 /// The longest function body allowed, in lines (signature to closing brace).
 const MAX_FN_LINES: usize = 80;
@@ -170,6 +175,32 @@ fn every_dependency_points_to_an_earlier_room() {
         }
     }
     assert_eq!(wrong, Vec::<String>::new(), "rooms depend only on earlier rooms: {ROOMS:?}");
+}
+
+#[test]
+fn a_side_room_uses_only_the_rooms_it_names_and_nothing_uses_it() {
+    let mut wrong = Vec::new();
+    for (file, deps) in edges() {
+        let from = room_of(&file);
+        for dep in deps {
+            let to = room_of(&dep);
+            if to == from {
+                continue;
+            }
+            let side_from = SIDE_ROOMS.iter().find(|(room, _)| *room == from);
+            if side_from.is_some_and(|(_, allowed)| !allowed.contains(&to.as_str())) {
+                wrong.push(format!("{} uses {}", file.display(), dep.display()));
+            }
+            if SIDE_ROOMS.iter().any(|(room, _)| *room == to) {
+                wrong.push(format!("{} uses the side room {}", file.display(), dep.display()));
+            }
+        }
+    }
+    assert_eq!(wrong, Vec::<String>::new(), "side rooms: {SIDE_ROOMS:?}");
+    // The check sees the host's edges: its loop uses the model's plan.
+    let graph = edges();
+    let run = graph.get(Path::new("host/run.rs")).expect("host/run.rs exists");
+    assert!(run.contains(Path::new("model/plan.rs")), "{run:?}");
 }
 
 #[test]

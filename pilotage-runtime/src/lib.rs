@@ -14,6 +14,7 @@
 //! | [`server`] | the builder, the registry of tools, the rmcp handler that routes to the operations |
 //! | [`transport`] | stdio and Streamable HTTP |
 //! | [`testkit`] | for engine authors' tests: an engine behind a real server and an in-process client |
+//! | `host` | (feature `host`) the Host half: a client that discovers any Pilotage server, runs the standard loop and enforces the risk gate; uses only [`model`] |
 #![warn(missing_docs)]
 
 pub mod model;
@@ -31,6 +32,9 @@ pub mod transport;
 pub use server::{BuildError, Server, ServerBuilder};
 
 pub mod testkit;
+
+#[cfg(feature = "host")]
+pub mod host;
 
 /// The names an engine's code uses, and what serving it over stdio or HTTP needs
 /// ([`Server`](crate::Server), [`HttpOptions`](crate::transport::HttpOptions)).

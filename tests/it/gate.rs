@@ -251,7 +251,7 @@ fn asked_with_the_unverified_claims_statement(findings: &Value, n: usize) -> Vec
         findings["questions"].as_array().unwrap().iter().map(|q| q.as_str().unwrap().to_owned()).collect();
     assert_eq!(asked.len(), n, "{asked:?}");
     for q in &asked {
-        assert!(q.contains("are unverified claims of the server"), "{q}");
+        assert!(q.contains(pilotage::host::UNVERIFIED_CLAIMS), "{q}");
     }
     asked
 }

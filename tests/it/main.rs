@@ -64,6 +64,18 @@ mod expansion;
 mod frames;
 #[cfg(feature = "host")]
 mod gate;
+#[cfg(feature = "host")]
+mod host_discovery;
+#[cfg(feature = "host")]
+mod host_examples;
+#[cfg(feature = "host")]
+mod host_hostile;
+#[cfg(feature = "host")]
+mod host_kit;
+#[cfg(feature = "host")]
+mod host_python;
+#[cfg(feature = "host")]
+mod host_vectors;
 mod hostile_calls;
 mod hostile_state;
 mod http_edge;

@@ -1,0 +1,275 @@
+//! Streamable HTTP, written against the MCP transport directly: a sessionful connection
+//! (`initialize`, then `Mcp-Session-Id` on every request) or a stateless one (MCP 2026-07-28:
+//! no handshake, `server/discover` for the accelerator, and the client capabilities in every
+//! request's `_meta`). Every answer is read in chunks up to `HostLimits::max_response_bytes`,
+//! as JSON or as an SSE stream (read until the awaited response, never to the end).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use serde_json::{json, Map, Value};
+
+use super::{
+    extensions, read_answer, read_tools, ToolAnswer, ToolInfo, SESSION_REVISION, STATELESS_REVISION,
+};
+use crate::host::error::HostError;
+use crate::host::limits::HostLimits;
+use crate::model::manifest::EXTENSION_ID;
+
+/// One Streamable HTTP endpoint.
+pub(crate) struct HttpCarrier {
+    client: reqwest::Client,
+    url: String,
+    authorization: Option<String>,
+    stateless: bool,
+    session: Option<String>,
+    accelerator: Option<Value>,
+    changed: AtomicBool,
+    next_id: AtomicU64,
+    max_bytes: usize,
+}
+
+impl HttpCarrier {
+    /// Connect to `url`: the handshake, or (stateless) `server/discover`.
+    pub async fn connect(
+        url: &str,
+        bearer: Option<&str>,
+        stateless: bool,
+        limits: &HostLimits,
+    ) -> Result<HttpCarrier, HostError> {
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .map_err(|e| HostError::Transport(format!("an HTTP client: {e}")))?;
+        let mut carrier = HttpCarrier {
+            client,
+            url: url.to_owned(),
+            authorization: bearer.map(|t| format!("Bearer {t}")),
+            stateless,
+            session: None,
+            accelerator: None,
+            changed: AtomicBool::new(false),
+            next_id: AtomicU64::new(1),
+            max_bytes: limits.max_response_bytes,
+        };
+        if stateless {
+            // The accelerator is optional: a server without `server/discover` is still
+            // discovered through `pilotage_manifest`.
+            if let Ok(result) = carrier.request("server/discover", json!({})).await {
+                carrier.accelerator = accelerator(&result);
+            }
+        } else {
+            let params = json!({
+                "protocolVersion": SESSION_REVISION,
+                "capabilities": {"extensions": extensions()},
+                "clientInfo": {"name": "pilotage-host", "version": env!("CARGO_PKG_VERSION")},
+            });
+            let (result, session) = carrier.exchange("initialize", params).await?;
+            carrier.session = session;
+            carrier.accelerator = accelerator(&result);
+            carrier.notify("notifications/initialized").await?;
+        }
+        Ok(carrier)
+    }
+
+    pub async fn list_tools(&self, limits: &HostLimits) -> Result<Vec<ToolInfo>, HostError> {
+        let mut tools = Vec::new();
+        let mut params = json!({});
+        loop {
+            let result = self.request("tools/list", params).await?;
+            read_tools(&result, &mut tools, limits)?;
+            match result.get("nextCursor").and_then(Value::as_str) {
+                Some(next) if !next.is_empty() => params = json!({ "cursor": next }),
+                _ => return Ok(tools),
+            }
+        }
+    }
+
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<ToolAnswer, HostError> {
+        let result = self.request("tools/call", json!({"name": name, "arguments": arguments})).await?;
+        Ok(read_answer(&result))
+    }
+
+    pub fn accelerator(&self) -> Option<Value> {
+        self.accelerator.clone()
+    }
+
+    pub fn changed(&self) -> &AtomicBool {
+        &self.changed
+    }
+
+    pub fn stateless(&self) -> bool {
+        self.stateless
+    }
+
+    /// One request; its JSON-RPC `result`.
+    async fn request(&self, method: &str, params: Value) -> Result<Value, HostError> {
+        Ok(self.exchange(method, params).await?.0)
+    }
+
+    /// One request: its `result` and the session id the answer carried.
+    async fn exchange(&self, method: &str, mut params: Value) -> Result<(Value, Option<String>), HostError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        if self.stateless {
+            params["_meta"] = json!({
+                "io.modelcontextprotocol/protocolVersion": STATELESS_REVISION,
+                "io.modelcontextprotocol/clientCapabilities": {"extensions": extensions()},
+                "io.modelcontextprotocol/clientInfo": {"name": "pilotage-host", "version": env!("CARGO_PKG_VERSION")},
+            });
+        }
+        let name = params.get("name").and_then(Value::as_str).map(str::to_owned);
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let mut request = self.post(&body).header("mcp-method", method);
+        if let Some(name) = name {
+            request = request.header("mcp-name", name);
+        }
+        let mut response =
+            request.send().await.map_err(|e| HostError::Transport(format!("POST {}: {e}", self.url)))?;
+        let session =
+            response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let status = response.status();
+        let sse = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|c| c.starts_with("text/event-stream"));
+        let message = self.read_message(&mut response, sse, id, method).await;
+        match message {
+            Ok(message) => Ok((jsonrpc_result(message, method)?, session)),
+            Err(_) if !status.is_success() => Err(HostError::Transport(format!("{method}: HTTP {status}"))),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// A notification (no answer awaited beyond the HTTP status).
+    async fn notify(&self, method: &str) -> Result<(), HostError> {
+        let body = json!({"jsonrpc": "2.0", "method": method});
+        let response = self
+            .post(&body)
+            .send()
+            .await
+            .map_err(|e| HostError::Transport(format!("POST {}: {e}", self.url)))?;
+        if !response.status().is_success() {
+            return Err(HostError::Transport(format!("{method}: HTTP {}", response.status())));
+        }
+        Ok(())
+    }
+
+    fn post(&self, body: &Value) -> reqwest::RequestBuilder {
+        let revision = if self.stateless { STATELESS_REVISION } else { SESSION_REVISION };
+        let mut request = self
+            .client
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", revision)
+            .body(body.to_string());
+        if let Some(session) = &self.session {
+            request = request.header("mcp-session-id", session);
+        }
+        if let Some(authorization) = &self.authorization {
+            request = request.header("authorization", authorization);
+        }
+        request
+    }
+
+    /// The JSON-RPC message answering request `id`: the body (JSON), or the first SSE event
+    /// that answers it (notifications on the way are noted: `tools/list_changed` raises the
+    /// rediscovery flag). At most `max_bytes` are read.
+    async fn read_message(
+        &self,
+        response: &mut reqwest::Response,
+        sse: bool,
+        id: u64,
+        method: &str,
+    ) -> Result<Value, HostError> {
+        let mut buffer: Vec<u8> = Vec::new();
+        let mut scanned = 0;
+        loop {
+            let chunk = response.chunk().await.map_err(|e| HostError::Transport(format!("{method}: {e}")))?;
+            let Some(chunk) = chunk else { break };
+            if buffer.len() + chunk.len() > self.max_bytes {
+                return Err(HostError::TooLarge {
+                    what: format!("the answer to {method}"),
+                    limit: self.max_bytes,
+                });
+            }
+            // A boundary may straddle the chunks: look again from three bytes before the new one.
+            let from = buffer.len().saturating_sub(3).max(scanned);
+            buffer.extend_from_slice(&chunk);
+            if sse {
+                if let Some(found) = self.scan_events(&buffer, &mut scanned, from, id) {
+                    return Ok(found);
+                }
+            }
+        }
+        if sse {
+            let from = buffer.len().saturating_sub(3).max(scanned);
+            buffer.extend_from_slice(b"\n\n");
+            return self.scan_events(&buffer, &mut scanned, from, id).ok_or_else(|| HostError::Malformed {
+                what: method.to_owned(),
+                reason: "the event stream ended without the response".into(),
+            });
+        }
+        serde_json::from_slice(&buffer)
+            .map_err(|e| HostError::Malformed { what: method.to_owned(), reason: format!("not JSON: {e}") })
+    }
+
+    /// Reads the complete SSE events of `buffer` after `scanned` (no boundary lies between
+    /// `scanned` and `from`); the response to `id`, if one is among them.
+    fn scan_events(&self, buffer: &[u8], scanned: &mut usize, mut from: usize, id: u64) -> Option<Value> {
+        while let Some(end) = find_event_end(&buffer[from..]).map(|e| e + from) {
+            let event = &buffer[*scanned..end];
+            *scanned = end;
+            from = end;
+            let text = String::from_utf8_lossy(event);
+            let data: Vec<&str> = text
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                .collect();
+            if data.is_empty() {
+                continue;
+            }
+            let Ok(message) = serde_json::from_str::<Value>(&data.join("\n")) else { continue };
+            if message.get("method").and_then(Value::as_str) == Some("notifications/tools/list_changed") {
+                self.changed.store(true, Ordering::Release);
+            }
+            if message.get("id").and_then(Value::as_u64) == Some(id) {
+                return Some(message);
+            }
+        }
+        None
+    }
+}
+
+/// The length of the first complete event of `bytes` (its blank line included), if any.
+fn find_event_end(bytes: &[u8]) -> Option<usize> {
+    let lf = bytes.windows(2).position(|w| w == b"\n\n").map(|i| i + 2);
+    let crlf = bytes.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4);
+    match (lf, crlf) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// A JSON-RPC response's `result`, or its `error` as a carrier error.
+fn jsonrpc_result(mut message: Value, method: &str) -> Result<Value, HostError> {
+    if let Some(error) = message.get("error") {
+        let code = error.get("code").and_then(Value::as_i64).unwrap_or(0);
+        let text = error.get("message").and_then(Value::as_str).unwrap_or("").to_owned();
+        return Err(HostError::Carrier { code, message: text });
+    }
+    match message.get_mut("result") {
+        Some(result) if result.is_object() => Ok(result.take()),
+        _ => Err(HostError::Malformed { what: method.to_owned(), reason: "no result object".into() }),
+    }
+}
+
+/// The Pilotage member of an initialize or `server/discover` result's `_meta`.
+fn accelerator(result: &Value) -> Option<Value> {
+    result.get("_meta")?.get(EXTENSION_ID).cloned()
+}

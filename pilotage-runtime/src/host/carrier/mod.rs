@@ -1,0 +1,153 @@
+//! The carriers a Host speaks MCP over: rmcp's client over a byte stream (a spawned child's
+//! stdio, or any reader and writer), and Streamable HTTP, sessionful or stateless (MCP
+//! 2026-07-28, the client capabilities in every request's `_meta`). Each answers the two
+//! requests the Host needs, `tools/list` and `tools/call`, bounded by [`HostLimits`].
+
+mod http;
+mod stream;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::error::HostError;
+use super::limits::HostLimits;
+use crate::model::manifest::EXTENSION_ID;
+
+pub(crate) use self::http::HttpCarrier;
+pub(crate) use self::stream::StreamCarrier;
+
+/// The MCP revision a sessionful connection negotiates.
+pub(crate) const SESSION_REVISION: &str = "2025-11-25";
+/// The MCP revision without sessions.
+pub(crate) const STATELESS_REVISION: &str = "2026-07-28";
+
+/// The Host's extension capability map: the Pilotage extension, no settings (Part III §1.2).
+pub(crate) fn extensions() -> Value {
+    serde_json::json!({ EXTENSION_ID: {} })
+}
+
+/// One tool of `tools/list`, as much of it as the Host reads.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ToolInfo {
+    pub name: String,
+    pub input_schema: Value,
+    /// The tool's whole `_meta` object (the program declaration lives under the extension key).
+    pub meta: Option<Value>,
+}
+
+/// A `tools/call` result, as much of it as the binding defines (Part III §6): `isError` and
+/// `structuredContent`. `content` is never read.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ToolAnswer {
+    pub is_error: bool,
+    pub structured: Option<Value>,
+}
+
+/// A connection to one server.
+pub(crate) enum Carrier {
+    Stream(StreamCarrier),
+    Http(HttpCarrier),
+}
+
+impl Carrier {
+    /// Every tool, all pages, at most `limits.max_tools`.
+    pub async fn list_tools(&self, limits: &HostLimits) -> Result<Vec<ToolInfo>, HostError> {
+        within(limits.request_timeout, "tools/list", async {
+            match self {
+                Carrier::Stream(c) => c.list_tools(limits).await,
+                Carrier::Http(c) => c.list_tools(limits).await,
+            }
+        })
+        .await
+    }
+
+    /// One `tools/call`, waiting at most `timeout`.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        timeout: Duration,
+    ) -> Result<ToolAnswer, HostError> {
+        within(timeout, name, async {
+            match self {
+                Carrier::Stream(c) => c.call_tool(name, arguments).await,
+                Carrier::Http(c) => c.call_tool(name, arguments).await,
+            }
+        })
+        .await
+    }
+
+    /// The Pilotage `_meta` member of the initialize (or `server/discover`) result, if any.
+    pub fn accelerator(&self) -> Option<Value> {
+        match self {
+            Carrier::Stream(c) => c.accelerator(),
+            Carrier::Http(c) => c.accelerator(),
+        }
+    }
+
+    /// Whether `notifications/tools/list_changed` arrived since the last call (and forget it).
+    pub fn take_list_changed(&self) -> bool {
+        let flag = match self {
+            Carrier::Stream(c) => c.changed(),
+            Carrier::Http(c) => c.changed(),
+        };
+        flag.swap(false, Ordering::AcqRel)
+    }
+
+    /// Whether this connection has no session (notifications may never arrive).
+    pub fn stateless(&self) -> bool {
+        matches!(self, Carrier::Http(c) if c.stateless())
+    }
+}
+
+/// `future`, or [`HostError::Timeout`] after `limit`.
+pub(crate) async fn within<T>(
+    limit: Duration,
+    what: &str,
+    future: impl std::future::Future<Output = Result<T, HostError>>,
+) -> Result<T, HostError> {
+    match tokio::time::timeout(limit, future).await {
+        Ok(result) => result,
+        Err(_) => Err(HostError::Timeout { what: what.to_owned(), after: limit }),
+    }
+}
+
+/// A `tools/list` result's tools, read leniently: a tool without a name is skipped, a tool
+/// without an object `inputSchema` gets `{}` (a request built from it then names only what
+/// its declaration names).
+pub(crate) fn read_tools(
+    result: &Value,
+    out: &mut Vec<ToolInfo>,
+    limits: &HostLimits,
+) -> Result<(), HostError> {
+    let tools = result.get("tools").and_then(Value::as_array).ok_or_else(|| HostError::Malformed {
+        what: "tools/list".into(),
+        reason: "no `tools` array".into(),
+    })?;
+    for tool in tools {
+        let Some(name) = tool.get("name").and_then(Value::as_str) else { continue };
+        if out.len() >= limits.max_tools {
+            return Err(HostError::TooLarge { what: "tools/list".into(), limit: limits.max_tools });
+        }
+        out.push(ToolInfo {
+            name: name.to_owned(),
+            input_schema: tool.get("inputSchema").cloned().unwrap_or(Value::Object(Map::new())),
+            meta: tool.get("_meta").cloned(),
+        });
+    }
+    Ok(())
+}
+
+/// A `tools/call` result read as the binding defines it.
+pub(crate) fn read_answer(result: &Value) -> ToolAnswer {
+    ToolAnswer {
+        is_error: result.get("isError").and_then(Value::as_bool).unwrap_or(false),
+        structured: result.get("structuredContent").cloned(),
+    }
+}
+
+/// The shared flag a carrier raises on `notifications/tools/list_changed`.
+pub(crate) type ChangedFlag = Arc<AtomicBool>;
