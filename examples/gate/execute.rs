@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 
 use crate::ask::{self, Answer, Question};
 use crate::evidence::{self, Evidence};
-use crate::proxy::Inner;
+use crate::proxy::{Inner, OWN_CALL_TIMEOUT};
 use crate::surface::{key, ProgramTool, Surface};
 
 /// The upstream's surface, learned now when not known (at the first call, and after the
@@ -26,9 +26,9 @@ async fn surface(inner: &Inner) -> Result<Arc<Surface>, ErrorData> {
         return Ok(surface.clone());
     }
     let peer = &inner.upstream()?.peer;
-    let tools = peer
-        .list_all_tools()
+    let tools = tokio::time::timeout(OWN_CALL_TIMEOUT, peer.list_all_tools())
         .await
+        .map_err(|_| ErrorData::internal_error("gate: the server did not list its tools in time", None))?
         .map_err(|e| ErrorData::internal_error(format!("gate: listing the server's tools: {e}"), None))?;
     let manifest = match inner.call("pilotage_manifest", json!({})).await {
         Ok(result) if result.is_error != Some(true) => result.structured_content.unwrap_or(Value::Null),

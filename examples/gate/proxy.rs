@@ -56,6 +56,11 @@ pub struct Connected {
     _child: Option<tokio::process::Child>,
 }
 
+/// How long the gate waits for the server to answer a call it makes itself (the tool list,
+/// the manifest, a validation, a catalog lookup). The host's own requests are the host's to
+/// bound and cancel.
+pub const OWN_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// What both directions share.
 pub struct Inner {
     upstream: Upstream,
@@ -172,13 +177,21 @@ impl Inner {
         answer.map_err(carrier)
     }
 
-    /// Call an upstream tool for the gate itself (manifest, validate, catalog get).
+    /// Call an upstream tool for the gate itself (manifest, validate, catalog get), bounded by
+    /// [`OWN_CALL_TIMEOUT`]: a server that does not answer the gate holds no execute forever.
     pub async fn call(&self, name: &str, arguments: Value) -> Result<CallToolResult, ErrorData> {
         let params: CallToolRequestParams = serde_json::from_value(serde_json::json!({
             "name": name, "arguments": arguments,
         }))
         .map_err(|e| ErrorData::internal_error(format!("building a call of {name}: {e}"), None))?;
-        self.upstream()?.peer.call_tool(params).await.map_err(carrier)
+        let call = self.upstream()?.peer.call_tool(params);
+        match tokio::time::timeout(OWN_CALL_TIMEOUT, call).await {
+            Ok(answer) => answer.map_err(carrier),
+            Err(_) => Err(ErrorData::internal_error(
+                format!("gate: the server did not answer {name} within {} s", OWN_CALL_TIMEOUT.as_secs()),
+                None,
+            )),
+        }
     }
 }
 
