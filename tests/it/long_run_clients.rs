@@ -14,11 +14,11 @@ use serde_json::Value;
 
 use crate::support::{example_binary, free_port};
 
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn python() -> PathBuf {
+pub(crate) fn python() -> PathBuf {
     let p = root().join("target/clients/py/bin/python");
     assert!(
         p.exists(),
@@ -28,7 +28,7 @@ fn python() -> PathBuf {
     p
 }
 
-fn node_modules() -> PathBuf {
+pub(crate) fn node_modules() -> PathBuf {
     let m = root().join("target/clients/node/node_modules");
     assert!(
         m.join("@modelcontextprotocol/sdk/package.json").exists(),
@@ -39,7 +39,7 @@ fn node_modules() -> PathBuf {
 }
 
 /// Run a client script to its end (at most two minutes) and return its findings.
-async fn run_client(program: &Path, args: &[String]) -> Value {
+pub(crate) async fn run_client(program: &Path, args: &[String]) -> Value {
     let child = tokio::process::Command::new(program)
         .args(args)
         .stdin(Stdio::null())

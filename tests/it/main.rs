@@ -64,6 +64,8 @@ mod expansion;
 mod fair_slots;
 mod frames;
 #[cfg(feature = "host")]
+mod gate;
+#[cfg(feature = "host")]
 mod host_discovery;
 #[cfg(feature = "host")]
 mod host_examples;

@@ -190,10 +190,14 @@ pub fn example_binary(name: &str) -> PathBuf {
         command.args(["build", "--example", name]).current_dir(env!("CARGO_MANIFEST_DIR"));
         // The features this test binary was built with, so the build reuses the libraries the
         // test build compiled instead of compiling (and storing) every crate a second time.
-        let features: Vec<&str> = [("postgres", cfg!(feature = "postgres")), ("jwt", cfg!(feature = "jwt"))]
-            .into_iter()
-            .filter_map(|(feature, on)| on.then_some(feature))
-            .collect();
+        let features: Vec<&str> = [
+            ("postgres", cfg!(feature = "postgres")),
+            ("jwt", cfg!(feature = "jwt")),
+            ("host", cfg!(feature = "host")),
+        ]
+        .into_iter()
+        .filter_map(|(feature, on)| on.then_some(feature))
+        .collect();
         if !features.is_empty() {
             command.args(["--features", &features.join(",")]);
         }

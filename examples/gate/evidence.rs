@@ -1,0 +1,213 @@
+//! What an execute is gated on (Part II §7.3): the plan of the validation of that exact
+//! program, the catalog entries of the server-provided `references` where the Language
+//! declares no plan, or the promoted entry's `risk_hints` for a `program_ref` run. Whatever is
+//! missing or unreadable is [`Risk::Unknown`].
+
+use rmcp::model::ErrorData;
+use serde_json::{json, Value};
+
+use crate::decide::Risk;
+use crate::proxy::Inner;
+use crate::surface::{key, Language};
+
+/// The most references whose entries the gate looks up for one program; more is unknown risk.
+const MAX_REFERENCES: usize = 64;
+
+/// Where the risk came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// The validation's plan (`max_risk_hints`).
+    Plan,
+    /// The catalog entries of the validation's server-provided `references`.
+    References,
+    /// The promoted entry named by `program_ref`.
+    Promoted,
+    /// Nowhere: no plan, no references, no entry.
+    Missing,
+}
+
+impl Source {
+    /// The name in audit lines.
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Plan => "plan",
+            Source::References => "references",
+            Source::Promoted => "promoted_entry",
+            Source::Missing => "missing",
+        }
+    }
+}
+
+/// What the gate decides on.
+#[derive(Debug)]
+pub struct Evidence {
+    /// The risk, by the rule in `decide`.
+    pub risk: Risk,
+    /// Where it came from.
+    pub source: Source,
+    /// The plan the risk came from (when [`Source::Plan`]).
+    pub plan: Option<Value>,
+    /// The catalog entries the risk came from (references or the promoted entry).
+    pub entries: Vec<Value>,
+    /// The catalog version the execute is forwarded with.
+    pub catalog_version: Option<String>,
+    /// Why the risk is unknown, in words, when it is.
+    pub gap: Option<String>,
+    /// Whether the validation stands with an error-severity diagnostic (or did not answer).
+    pub invalid: bool,
+    /// Whether the gate validated the program itself (it saw no validation of it).
+    pub validated_here: bool,
+}
+
+impl Evidence {
+    /// No risk information, for the reason `gap`.
+    pub fn missing(gap: impl Into<String>) -> Evidence {
+        Evidence {
+            risk: Risk::Unknown,
+            source: Source::Missing,
+            plan: None,
+            entries: Vec::new(),
+            catalog_version: None,
+            gap: Some(gap.into()),
+            invalid: false,
+            validated_here: false,
+        }
+    }
+}
+
+/// The evidence for an inline `program` of `language` with `context`.
+pub async fn inline(
+    inner: &Inner,
+    language: &Language,
+    argument: &str,
+    program: &Value,
+    context: &Value,
+) -> Result<Evidence, ErrorData> {
+    let (response, validated_here) = match inner.validations.get(&key(&language.name, program, context)) {
+        Some(seen) => (seen, false),
+        None => {
+            let Some(validate) = &language.validate else {
+                return Ok(Evidence::missing("the Language has no validate tool"));
+            };
+            let mut arguments = json!({ argument: program });
+            if !context.is_null() {
+                arguments["context"] = context.clone();
+            }
+            let result = inner.call(validate, arguments).await?;
+            match result.structured_content {
+                Some(response) if result.is_error != Some(true) => (response, true),
+                _ => {
+                    let mut e = Evidence::missing("the gate's own validation of the program was refused");
+                    e.invalid = true;
+                    return Ok(e);
+                }
+            }
+        }
+    };
+    let invalid = response["valid"] != Value::Bool(true)
+        || response["diagnostics"].as_array().into_iter().flatten().any(|d| d["severity"] == "error");
+    let catalog_version = response["catalog_version"].as_str().map(str::to_owned);
+    let mut evidence = if language.plan {
+        // The plan decides; references a server may send anyway are not looked at.
+        match response.get("plan").filter(|p| p.is_object()) {
+            Some(plan) => {
+                let mut judged = response.clone();
+                judged.as_object_mut().map(|o| o.remove("references"));
+                Evidence {
+                    risk: Risk::of_validation(&language.name, program, &judged, &[]),
+                    source: Source::Plan,
+                    plan: Some(plan.clone()),
+                    entries: Vec::new(),
+                    catalog_version: None,
+                    gap: None,
+                    invalid,
+                    validated_here,
+                }
+            }
+            None => Evidence::missing("the Language declares a plan, but the validation returned none"),
+        }
+    } else {
+        references(inner, language, program, &response).await?
+    };
+    if evidence.risk == Risk::Unknown && evidence.gap.is_none() {
+        evidence.gap = Some("the risk hints are missing or unreadable".into());
+    }
+    evidence.catalog_version = catalog_version;
+    evidence.invalid = invalid;
+    evidence.validated_here = validated_here;
+    Ok(evidence)
+}
+
+/// The aggregate of the server-provided `references`' catalog entries (a Language without a
+/// plan). A plan the server may have sent anyway is not looked at. An empty list is no risk
+/// information (Part II §7.3, fail closed): the program names nothing whose risk could be read.
+async fn references(
+    inner: &Inner,
+    language: &Language,
+    program: &Value,
+    response: &Value,
+) -> Result<Evidence, ErrorData> {
+    let Some(ids) = response["references"].as_array().filter(|ids| !ids.is_empty()) else {
+        return Ok(Evidence::missing(
+            "the Language declares no plan and the validation returned no references",
+        ));
+    };
+    if ids.len() > MAX_REFERENCES {
+        return Ok(Evidence::missing(format!("more than {MAX_REFERENCES} references")));
+    }
+    let mut entries = Vec::new();
+    for id in ids {
+        // An entry not found is left out: the library's rule reads it as unknown risk.
+        if let Some((entry, _)) = entry(inner, language, id.as_str().unwrap_or_default()).await? {
+            entries.push(entry);
+        }
+    }
+    let mut judged = response.clone();
+    judged.as_object_mut().map(|o| o.remove("plan"));
+    Ok(Evidence {
+        risk: Risk::of_validation(&language.name, program, &judged, &entries),
+        source: Source::References,
+        plan: None,
+        entries,
+        catalog_version: None,
+        gap: None,
+        invalid: false,
+        validated_here: false,
+    })
+}
+
+/// The evidence for a `program_ref` run: the promoted entry, looked up now, and the catalog
+/// version of that lookup (Part II §7.4).
+pub async fn promoted(inner: &Inner, language: &Language, id: &str) -> Result<Evidence, ErrorData> {
+    let Some((entry, version)) = entry(inner, language, id).await? else {
+        return Ok(Evidence::missing(format!("the promoted entry `{id}` could not be looked up")));
+    };
+    Ok(Evidence {
+        risk: Risk::of_promoted(&language.name, id, &entry),
+        source: Source::Promoted,
+        plan: None,
+        entries: vec![entry],
+        catalog_version: version,
+        gap: None,
+        invalid: false,
+        validated_here: false,
+    })
+}
+
+/// A catalog `get` of `id`: the entry and the catalog version, or `None` when the Language
+/// has no catalog or the lookup failed.
+async fn entry(
+    inner: &Inner,
+    language: &Language,
+    id: &str,
+) -> Result<Option<(Value, Option<String>)>, ErrorData> {
+    let Some(catalog) = &language.catalog else { return Ok(None) };
+    let result = inner.call(catalog, json!({ "language": language.name, "verb": "get", "id": id })).await?;
+    Ok(match result.structured_content {
+        Some(got) if result.is_error != Some(true) && got["entry"].is_object() => {
+            let version = got["catalog_version"].as_str().map(str::to_owned);
+            Some((got["entry"].clone(), version))
+        }
+        _ => None,
+    })
+}

@@ -1,0 +1,201 @@
+//! A `tools/call` through the gate: a validate call is forwarded and its result kept; an
+//! execute call is gated (Part II §7.3); any other tool is forwarded unchanged.
+//!
+//! A refused execute is never transmitted. The model receives a request error (Part III §7.1:
+//! `isError: true`, `structuredContent.error`) of kind `unsupported`, with a message that says
+//! who refused and why: not a diagnostic (`valid: false` would tell the model to fix the
+//! program) and not an outcome (`ok: false` would claim a Run that never existed).
+
+use std::sync::Arc;
+
+use rmcp::model::{CallToolRequest, CallToolResult, ClientRequest, ErrorData, ServerResult};
+use rmcp::service::{RequestContext, RoleServer};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::ask::{self, Answer, Question};
+use crate::evidence::{self, Evidence};
+use crate::proxy::{Inner, OWN_CALL_TIMEOUT};
+use crate::surface::{key, ProgramTool, Surface};
+
+/// The upstream's surface, learned now when not known (at the first call, and after the
+/// server said its tool list changed).
+async fn surface(inner: &Inner) -> Result<Arc<Surface>, ErrorData> {
+    let mut known = inner.surface.lock().await;
+    if let Some(surface) = &*known {
+        return Ok(surface.clone());
+    }
+    let peer = &inner.upstream()?.peer;
+    let tools = tokio::time::timeout(OWN_CALL_TIMEOUT, peer.list_all_tools())
+        .await
+        .map_err(|_| ErrorData::internal_error("gate: the server did not list its tools in time", None))?
+        .map_err(|e| ErrorData::internal_error(format!("gate: listing the server's tools: {e}"), None))?;
+    let manifest = match inner.call("pilotage_manifest", json!({})).await {
+        Ok(result) if result.is_error != Some(true) => result.structured_content.unwrap_or(Value::Null),
+        _ => Value::Null,
+    };
+    let surface = Arc::new(Surface::new(&tools, &manifest));
+    *known = Some(surface.clone());
+    Ok(surface)
+}
+
+/// Serve one `tools/call` from the host.
+pub async fn call(
+    inner: &Arc<Inner>,
+    mut call: CallToolRequest,
+    context: RequestContext<RoleServer>,
+) -> Result<ServerResult, ErrorData> {
+    let surface = surface(inner).await?;
+    let name = call.params.name.to_string();
+    let Some(tool) = surface.programs.get(&name) else {
+        return inner.forward(ClientRequest::CallToolRequest(call), context).await;
+    };
+    let arguments = Value::Object(call.params.arguments.clone().unwrap_or_default());
+    if tool.validates {
+        let result = inner.forward(ClientRequest::CallToolRequest(call), context).await?;
+        keep(inner, &surface, tool, &arguments, &result);
+        return Ok(result);
+    }
+    let gated = gate(inner, &surface, tool, &name, &arguments, &context).await?;
+    match gated {
+        Ok(catalog_version) => {
+            let args = call.params.arguments.as_mut().filter(|_| tool.takes_version);
+            if let (Some(version), Some(args)) = (catalog_version, args) {
+                args.insert("expected_catalog_version".into(), Value::String(version));
+            }
+            inner.forward(ClientRequest::CallToolRequest(call), context).await
+        }
+        Err(refusal) => Ok(ServerResult::CallToolResult(refusal)),
+    }
+}
+
+/// Keep a validate result for the program it judged.
+fn keep(inner: &Inner, surface: &Surface, tool: &ProgramTool, arguments: &Value, result: &ServerResult) {
+    let ServerResult::CallToolResult(result) = result else { return };
+    let (Some(response), false) = (&result.structured_content, result.is_error == Some(true)) else { return };
+    let Some(language) = surface.language_of(tool, arguments) else { return };
+    let program = &arguments[tool.argument.as_str()];
+    inner.validations.keep(key(&language.name, program, &arguments["context"]), response.clone());
+}
+
+/// The decision on one execute: `Ok(catalog version to forward with)` or the refusal the
+/// model receives.
+async fn gate(
+    inner: &Inner,
+    surface: &Surface,
+    tool: &ProgramTool,
+    name: &str,
+    arguments: &Value,
+    context: &RequestContext<RoleServer>,
+) -> Result<Result<Option<String>, CallToolResult>, ErrorData> {
+    let server = inner.upstream()?.info.server_info.name.clone();
+    let present = |v: Option<&Value>| v.filter(|v| !v.is_null()).cloned();
+    let program = present(arguments.get(&tool.argument));
+    let program_ref = present(arguments.get("program_ref"));
+    let Some(language) = surface.language_of(tool, arguments) else {
+        let evidence = Evidence::missing("the manifest declares no Language for this tool");
+        return decide(inner, &server, "", name, program.as_ref(), None, &evidence, context).await;
+    };
+    let evidence = match (&program, &program_ref) {
+        (Some(program), None) => {
+            evidence::inline(inner, language, &tool.argument, program, &arguments["context"]).await?
+        }
+        (None, Some(Value::String(id))) => evidence::promoted(inner, language, id).await?,
+        _ => {
+            let message = format!("give exactly one of `{}` and `program_ref` (a string)", tool.argument);
+            return Ok(Err(refusal("invalid_request", &message)));
+        }
+    };
+    let id = program_ref.as_ref().and_then(Value::as_str);
+    decide(inner, &server, &language.name, name, program.as_ref(), id, &evidence, context).await
+}
+
+/// Decide, ask when needed, write the audit line, and answer.
+#[allow(clippy::too_many_arguments)]
+async fn decide(
+    inner: &Inner,
+    server: &str,
+    language: &str,
+    tool: &str,
+    program: Option<&Value>,
+    program_ref: Option<&str>,
+    evidence: &Evidence,
+    context: &RequestContext<RoleServer>,
+) -> Result<Result<Option<String>, CallToolResult>, ErrorData> {
+    let (decision, by) = if evidence.invalid {
+        ("refused_invalid", "the gate: the validation stands with error-severity diagnostics".to_owned())
+    } else if !evidence.risk.needs_approval() {
+        ("safe", "nobody: no approval needed".to_owned())
+    } else if inner.policy.approves(server, language, evidence.risk) {
+        ("approved", format!("policy {}", inner.policy.file()))
+    } else {
+        let q = Question { server, language, tool, program, program_ref, evidence };
+        match ask::ask(inner.host(), &q, inner.ask_timeout, context.ct.cancelled()).await {
+            Answer::Approved => ("approved", "the person, through the host (elicitation)".to_owned()),
+            Answer::Declined => ("declined", "the person, through the host (elicitation)".to_owned()),
+            Answer::Cancelled => ("cancelled", "the person, through the host (elicitation)".to_owned()),
+            Answer::Unasked(why) => ("unasked", why),
+        }
+    };
+    let digest = digest(program, program_ref);
+    inner.audit.line(&json!({
+        "gate": decision,
+        "by": by,
+        "server": server,
+        "language": language,
+        "tool": tool,
+        "program_sha256": digest,
+        "program_ref": program_ref,
+        "risk": evidence.risk.words(),
+        "risk_from": evidence.source.name(),
+        "gap": evidence.gap,
+        "validated_by_gate": evidence.validated_here,
+        "catalog_version": evidence.catalog_version,
+        "plan": evidence.plan.as_ref().map(|p| json!({
+            "max_risk": p["max_risk"],
+            "max_risk_hints": p["max_risk_hints"],
+            "steps": p["steps"].as_array().map(Vec::len),
+        })),
+        "entries": evidence.entries.iter().map(|e| json!({"id": e["id"], "risk_hints": e["risk_hints"]})).collect::<Vec<_>>(),
+    }));
+    let why = match decision {
+        "safe" | "approved" => return Ok(Ok(evidence.catalog_version.clone())),
+        "refused_invalid" => {
+            "the program's validation stands with error-severity diagnostics (validate it and fix them first)"
+                .to_owned()
+        }
+        "declined" => format!("the person declined to approve it (risk: {})", evidence.risk.words()),
+        "cancelled" => {
+            format!("the person cancelled the approval question (risk: {})", evidence.risk.words())
+        }
+        _ => {
+            format!("approval is required (risk: {}) and could not be obtained: {by}", evidence.risk.words())
+        }
+    };
+    let message = format!(
+        "The Host's risk gate did not run this program: {why}. Nothing was sent to the server and no run exists; \
+         this is not a finding about the program and not a failed run. Do not retry it unchanged without the person's approval."
+    );
+    Ok(Err(refusal("unsupported", &message)))
+}
+
+/// A request error the gate answers itself (Part III §7.2 shape).
+fn refusal(kind: &str, message: &str) -> CallToolResult {
+    let structured = json!({ "error": { "kind": kind, "message": message } });
+    serde_json::from_value(json!({
+        "content": [{ "type": "text", "text": structured.to_string() }],
+        "structuredContent": structured,
+        "isError": true,
+    }))
+    .unwrap_or_else(|_| CallToolResult::error(Vec::new()))
+}
+
+/// SHA-256 of the program as JSON text (or of the promoted reference), in hex.
+fn digest(program: Option<&Value>, program_ref: Option<&str>) -> String {
+    let bytes = match (program, program_ref) {
+        (Some(p), _) => p.to_string(),
+        (None, Some(id)) => id.to_owned(),
+        (None, None) => String::new(),
+    };
+    Sha256::digest(bytes.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+}
