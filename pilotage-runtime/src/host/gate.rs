@@ -118,7 +118,7 @@ impl Approver for NoApprover {
 /// The gate for an inline program: the plan's `max_risk_hints` (joined with its steps'
 /// hints, so an understated maximum does not hide a step), else the aggregate of the
 /// server-provided `references`' entries among `entries` (a reference without its entry is
-/// risky), else approval for every execution.
+/// risky; an empty list is no risk information), else approval for every execution.
 ///
 /// ```
 /// use pilotage_runtime::host::{decide, GateDecision, GateReason};
@@ -140,7 +140,9 @@ pub fn decide(
         let request = request(language, runnable, Some(plan.clone()), Vec::new(), Some(risk), Vec::new());
         return judged(request);
     }
-    let Some(references) = &validation.references else {
+    // An empty list names nothing whose risk could be read: no risk information (fail closed),
+    // the rule the gate proxy keeps too.
+    let Some(references) = validation.references.as_ref().filter(|r| !r.is_empty()) else {
         let reasons = vec![GateReason::NoRiskInformation];
         return GateDecision::NeedsApproval(Box::new(request(
             language,
@@ -266,6 +268,10 @@ mod tests {
             panic!()
         };
         assert_eq!((none.reasons.as_slice(), none.risk), ([GateReason::NoRiskInformation].as_slice(), None));
+        let GateDecision::NeedsApproval(empty) = decide("l/1", &program, &validation(Some(&[])), &[]) else {
+            panic!("an empty references list is no risk information")
+        };
+        assert_eq!(empty.reasons, [GateReason::NoRiskInformation]);
     }
 
     #[test]
