@@ -92,5 +92,5 @@ pub(crate) async fn bind_input(
 
 /// An engine call for a check against an agent's schema, bounded like a validation.
 fn schema_call(ctx: Ctx<'_>) -> EngineCall {
-    EngineCall::new(&ctx.lang.limits, ctx.lang.limits.validate_time, ctx.slots)
+    EngineCall::new(&ctx.lang.limits, ctx.lang.limits.validate_time, ctx.lane(super::slots::LaneKind::Engine))
 }
