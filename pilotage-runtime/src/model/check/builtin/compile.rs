@@ -1,13 +1,15 @@
 //! Compilation: a schema document into the nodes of a [`BuiltIn`], without recursion.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{Map, Value};
 
 use super::faults::Refusal;
+use super::keywords::{assertion, count, names, Step};
 use super::messages::shown;
-use super::names::escape;
-use super::tree::{Bound, Dep, Dialect, Kw, Limit, Node, MODERN_ONLY, TYPES};
+use super::names::{child, must};
+use super::refs::{cycle, reachable, resolve};
+use super::tree::{Dep, Dialect, Kw, Node, MODERN_ONLY};
 
 /// The deepest schema document accepted, in nested objects and arrays.
 const MAX_SCHEMA_DEPTH: usize = 256;
@@ -22,18 +24,6 @@ pub(super) fn compile(schema: &Value) -> Result<Vec<Node>, Refusal> {
     let mut compiler = Compiler::new(schema, dialect);
     compiler.run().map_err(Refusal::Invalid)?;
     compiler.finish()
-}
-
-/// What one keyword compiles to.
-enum Step {
-    /// A keyword to evaluate, with its priority (lower runs first, as in `jsonschema`).
-    Keep(u8, Kw),
-    /// Checked (or ignored), nothing to evaluate.
-    Done,
-    /// Well formed but not evaluated by this check.
-    Unsupported,
-    /// Not this group's keyword.
-    Pass,
 }
 
 /// Compiles a document into nodes, one per schema location, without recursion: each location
@@ -88,15 +78,6 @@ fn deeper_than(value: &Value, max: usize) -> bool {
         }
     }
     false
-}
-
-/// `pointer` extended by one reference token.
-fn child(pointer: &str, token: &str) -> String {
-    format!("{pointer}/{}", escape(token))
-}
-
-fn must(at: &str, what: &str) -> String {
-    format!("#{at} must be {what}")
 }
 
 impl<'s> Compiler<'s> {
@@ -444,246 +425,4 @@ impl<'s> Compiler<'s> {
         }
         Ok(())
     }
-}
-
-/// The validation vocabulary.
-fn assertion(key: &str, at: &str, value: &Value) -> Result<Step, String> {
-    let (priority, kw) = match key {
-        "type" => (1, Kw::Type(types(at, value)?)),
-        "const" => (5, Kw::Const(value.clone())),
-        "enum" => (6, Kw::Enum(value.as_array().ok_or_else(|| must(at, "an array"))?.clone())),
-        "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => {
-            return bound(key, at, value);
-        }
-        "multipleOf" => (14, Kw::MultipleOf(positive(at, value)?)),
-        "minLength" => (20, Kw::Length(Limit::Min, count(at, value)?)),
-        "maxLength" => (21, Kw::Length(Limit::Max, count(at, value)?)),
-        "minItems" => (22, Kw::ItemCount(Limit::Min, count(at, value)?)),
-        "maxItems" => (23, Kw::ItemCount(Limit::Max, count(at, value)?)),
-        "minProperties" => (24, Kw::PropCount(Limit::Min, count(at, value)?)),
-        "maxProperties" => (25, Kw::PropCount(Limit::Max, count(at, value)?)),
-        "required" => (26, Kw::Required(names(at, value)?)),
-        "dependentRequired" => (27, Kw::Dependencies(dependent_required(at, value)?)),
-        "uniqueItems" => match value {
-            Value::Bool(true) => (35, Kw::UniqueItems),
-            Value::Bool(false) => return Ok(Step::Done),
-            _ => return Err(must(at, "a boolean")),
-        },
-        _ => return Ok(Step::Pass),
-    };
-    Ok(Step::Keep(priority, kw))
-}
-
-/// `minimum`, `maximum`, `exclusiveMinimum` or `exclusiveMaximum`; the draft-04 boolean forms
-/// are not evaluated.
-fn bound(key: &str, at: &str, value: &Value) -> Result<Step, String> {
-    let (priority, bound) = match key {
-        "minimum" => (10, Bound::Min),
-        "maximum" => (11, Bound::Max),
-        "exclusiveMinimum" => (12, Bound::ExclusiveMin),
-        _ => (13, Bound::ExclusiveMax),
-    };
-    match value {
-        Value::Number(limit) => Ok(Step::Keep(priority, Kw::Bound(bound, limit.clone()))),
-        Value::Bool(_) if priority >= 12 => Ok(Step::Unsupported),
-        _ => Err(must(at, "a number")),
-    }
-}
-
-/// `type`: a type name or a non-empty array of distinct ones.
-fn types(at: &str, value: &Value) -> Result<u8, String> {
-    let bad = || must(at, "a type name or a non-empty array of distinct type names");
-    let names: Vec<&Value> = match value {
-        Value::String(_) => vec![value],
-        Value::Array(items) if !items.is_empty() => items.iter().collect(),
-        _ => return Err(bad()),
-    };
-    let mut bits = 0u8;
-    for name in names {
-        let bit = name.as_str().and_then(|name| TYPES.iter().find(|(t, _)| *t == name));
-        let bit = bit.map(|(_, bit)| *bit).ok_or_else(bad)?;
-        if bits & bit != 0 {
-            return Err(bad());
-        }
-        bits |= bit;
-    }
-    Ok(bits)
-}
-
-/// A non-negative integer (`2.0` is one); past `u64`, `u64::MAX`.
-fn count(at: &str, value: &Value) -> Result<u64, String> {
-    if let Some(n) = value.as_u64() {
-        return Ok(n);
-    }
-    match value.as_f64() {
-        Some(f) if value.is_f64() && f >= 0.0 && f.fract() == 0.0 => {
-            Ok(if f >= 18_446_744_073_709_551_616.0 { u64::MAX } else { f as u64 })
-        }
-        _ => Err(must(at, "a non-negative integer")),
-    }
-}
-
-/// `multipleOf`: a number greater than zero.
-fn positive(at: &str, value: &Value) -> Result<f64, String> {
-    match value.as_f64() {
-        Some(f) if f > 0.0 && f.is_finite() => Ok(f),
-        _ => Err(must(at, "a number greater than 0")),
-    }
-}
-
-/// An array of distinct strings (`required`, a `dependentRequired` member).
-fn names(at: &str, value: &Value) -> Result<Vec<String>, String> {
-    let bad = || must(at, "an array of distinct strings");
-    let items = value.as_array().ok_or_else(bad)?;
-    let mut seen = HashSet::new();
-    let mut out = Vec::with_capacity(items.len());
-    for item in items {
-        let name = item.as_str().ok_or_else(bad)?;
-        if !seen.insert(name) {
-            return Err(bad());
-        }
-        out.push(name.to_owned());
-    }
-    Ok(out)
-}
-
-fn dependent_required(at: &str, value: &Value) -> Result<Vec<(String, Dep)>, String> {
-    let members = value.as_object().ok_or_else(|| must(at, "an object"))?;
-    members
-        .iter()
-        .map(|(name, list)| Ok((name.clone(), Dep::Required(names(&child(at, name), list)?))))
-        .collect()
-}
-
-/// The value `fragment` (a `$ref` after its `#`) points at, with its canonical JSON Pointer.
-fn resolve<'s>(doc: &'s Value, fragment: &str) -> Result<(String, &'s Value), String> {
-    let decoded = percent_decode(fragment).ok_or("its fragment is not percent-encoded UTF-8")?;
-    if decoded.is_empty() {
-        return Ok((String::new(), doc));
-    }
-    let Some(tokens) = decoded.strip_prefix('/') else {
-        return Err(format!("no location is named `{decoded}` in the document"));
-    };
-    let mut here = doc;
-    let mut pointer = String::new();
-    for raw in tokens.split('/') {
-        let token = unescape(raw).ok_or_else(|| format!("`{decoded}` is not a JSON Pointer"))?;
-        let next = match here {
-            Value::Object(members) => members.get(&token),
-            Value::Array(items) => array_index(&token).and_then(|i| items.get(i)),
-            _ => None,
-        };
-        here = next.ok_or_else(|| format!("`#{decoded}` does not resolve inside the document"))?;
-        pointer.push('/');
-        pointer.push_str(&escape(&token));
-    }
-    Ok((pointer, here))
-}
-
-fn percent_decode(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while let Some(&byte) = bytes.get(i) {
-        if byte == b'%' {
-            let hex = text.get(i + 1..i + 3).filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(byte);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
-}
-
-/// A JSON Pointer reference token with `~1` and `~0` undone.
-fn unescape(raw: &str) -> Option<String> {
-    let mut out = String::with_capacity(raw.len());
-    let mut chars = raw.chars();
-    while let Some(c) = chars.next() {
-        if c == '~' {
-            match chars.next() {
-                Some('0') => out.push('~'),
-                Some('1') => out.push('/'),
-                _ => return None,
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    Some(out)
-}
-
-fn array_index(token: &str) -> Option<usize> {
-    let canonical = token == "0" || (!token.starts_with('0') && token.bytes().all(|b| b.is_ascii_digit()));
-    if canonical {
-        token.parse().ok()
-    } else {
-        None
-    }
-}
-
-/// Which nodes the root reaches through any keyword.
-fn reachable(nodes: &[Node]) -> Vec<bool> {
-    let mut seen = vec![false; nodes.len()];
-    let mut stack = vec![0usize];
-    let mut next = Vec::new();
-    while let Some(id) = stack.pop() {
-        match seen.get_mut(id) {
-            Some(flag) if !*flag => *flag = true,
-            _ => continue,
-        }
-        for kw in nodes.get(id).map(|node| node.kws.as_slice()).unwrap_or_default() {
-            kw.same_instance(&mut next);
-            kw.below(&mut next);
-        }
-        stack.append(&mut next);
-    }
-    seen
-}
-
-/// A reachable node on a cycle of keywords applying to the same instance, if any: evaluating it
-/// would never end.
-fn cycle(nodes: &[Node], reachable: &[bool]) -> Option<usize> {
-    let edges: Vec<Vec<usize>> = nodes
-        .iter()
-        .map(|node| {
-            let mut out = Vec::new();
-            node.kws.iter().for_each(|kw| kw.same_instance(&mut out));
-            out
-        })
-        .collect();
-    // 0: not visited, 1: on the current path, 2: done.
-    let mut colour = vec![0u8; nodes.len()];
-    let paint = |colour: &mut Vec<u8>, id: usize, to: u8| {
-        if let Some(c) = colour.get_mut(id) {
-            *c = to;
-        }
-    };
-    for start in 0..nodes.len() {
-        if reachable.get(start) != Some(&true) || colour.get(start) != Some(&0) {
-            continue;
-        }
-        paint(&mut colour, start, 1);
-        let mut stack = vec![(start, 0usize)];
-        while let Some(top) = stack.last_mut() {
-            let (node, next) = *top;
-            let Some(&target) = edges.get(node).and_then(|out| out.get(next)) else {
-                paint(&mut colour, node, 2);
-                stack.pop();
-                continue;
-            };
-            top.1 += 1;
-            match colour.get(target) {
-                Some(0) => {
-                    paint(&mut colour, target, 1);
-                    stack.push((target, 0));
-                }
-                Some(1) => return Some(target),
-                _ => {}
-            }
-        }
-    }
-    None
 }

@@ -36,8 +36,10 @@ mod compile;
 mod equality;
 mod eval;
 mod faults;
+mod keywords;
 mod messages;
 mod names;
+mod refs;
 mod tree;
 mod values;
 

@@ -48,3 +48,12 @@ pub(super) fn same(a: &str, b: &str) -> bool {
 pub(super) fn escape(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")
 }
+
+/// `pointer` extended by one reference token.
+pub(super) fn child(pointer: &str, token: &str) -> String {
+    format!("{pointer}/{}", escape(token))
+}
+
+pub(super) fn must(at: &str, what: &str) -> String {
+    format!("#{at} must be {what}")
+}
