@@ -2,7 +2,7 @@
 //!
 //! An engine declares its Language with `#[pilotage::language(...)]` on its impl block; the
 //! macro checks the declaration at compile time (capability rules, guide folder, tool names,
-//! method shapes) and implements [`Engine`](crate::language::Engine) for the type. The runtime
+//! method shapes) and implements [`Engine`](crate::engine::Engine) for the type. The runtime
 //! ([`pilotage_runtime`], re-exported here) serves the loop: manifest, guides, catalog,
 //! validate, execute and trace fetch.
 //!
@@ -99,7 +99,7 @@
 //! The validate method needs no special shape to receive context: with `context_schema`
 //! declared, the runtime checks the caller's `context` against the schema and hands the
 //! validated value to every validate method through
-//! [`Validation::context`](crate::validate::Validation::context). Without `context_schema`, a
+//! [`Validation::context`](crate::engine::Validation::context). Without `context_schema`, a
 //! supplied `context` is a `context_binding` error and `context()` is `None`. So neither
 //! "`context_schema` declared but the validate method cannot receive context" nor the reverse
 //! can happen, and there is no compile-time check for them (`tests/ui/pass/context_schema.rs`).
@@ -192,7 +192,7 @@
 pub use pilotage_runtime::*;
 
 /// Declares a Pilotage Language on an engine's impl block and implements
-/// [`Engine`](crate::language::Engine) for the type. See the [crate documentation](crate).
+/// [`Engine`](crate::engine::Engine) for the type. See the [crate documentation](crate).
 pub use pilotage_macros::language;
 
 /// Marks the method that serves a loop stage (`validate`, `execute` or `trace`) inside a
@@ -202,20 +202,20 @@ pub use pilotage_macros::loop_tool;
 /// Marks a method as an ordinary MCP tool inside a `#[pilotage::language(...)]` impl.
 pub use pilotage_macros::plain_tool;
 
-/// Derives [`DiagnosticCode`](crate::closed_sets::DiagnosticCode) for a fieldless enum. Wire
+/// Derives [`DiagnosticCode`](crate::model::closed_sets::DiagnosticCode) for a fieldless enum. Wire
 /// names are the snake_case variant names, or `#[code(rename = "...")]`.
 pub use pilotage_macros::Codes;
 
-/// Derives [`RiskLevel`](crate::closed_sets::RiskLevel) for a fieldless enum, least risky
+/// Derives [`RiskLevel`](crate::model::closed_sets::RiskLevel) for a fieldless enum, least risky
 /// variant first; each variant has `#[risk(...)]` with `read_only`, `write`, `destructive`,
 /// `open_world`.
 pub use pilotage_macros::RiskLevels;
 
-/// Derives [`RunStatus`](crate::closed_sets::RunStatus) for a fieldless enum of engine-defined
+/// Derives [`RunStatus`](crate::model::closed_sets::RunStatus) for a fieldless enum of engine-defined
 /// failure statuses; each variant has `#[status(side_effects = true|false)]`.
 pub use pilotage_macros::Statuses;
 
-/// Derives [`EntryKind`](crate::closed_sets::EntryKind) for a fieldless enum of catalog entry
+/// Derives [`EntryKind`](crate::model::closed_sets::EntryKind) for a fieldless enum of catalog entry
 /// kinds; `#[kind(callable)]` marks kinds that steps can invoke, `#[kind(promoted)]` the one
 /// (callable) kind promoted programs are exposed as.
 pub use pilotage_macros::EntryKinds;

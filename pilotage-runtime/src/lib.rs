@@ -39,7 +39,7 @@ pub use schemars;
 pub mod testkit;
 
 /// The names an engine's code uses, and what serving it over stdio or HTTP needs
-/// ([`Server`](crate::Server), [`HttpOptions`](crate::transport::HttpOptions)).
+/// ([`crate::Server`], [`crate::transport::HttpOptions`]).
 pub mod prelude {
     pub use crate::engine::{Caller, CatalogSnapshot, Failure, Finish, Limits, Run, Validation};
     pub use crate::model::catalog::CatalogEntry;

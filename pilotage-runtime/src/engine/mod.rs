@@ -1,6 +1,6 @@
 //! What an engine author touches: the [`Engine`] trait `#[pilotage::language]` implements, the
-//! [`Validation`](validation::Validation) and [`Run`](run::Run) sinks, [`Finish`](run::Finish),
-//! the [`Caller`](caller::Caller), [`Limits`](limits::Limits) and the catalog snapshot an engine
+//! [`Validation`] and [`Run`] sinks, [`Finish`],
+//! the [`Caller`], [`Limits`] and the catalog snapshot an engine
 //! hands the runtime. Depends on [`crate::model`] only.
 //!
 //! Engine authors do not implement [`Engine`] by hand: `#[pilotage::language(...)]` generates

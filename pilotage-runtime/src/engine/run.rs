@@ -1,7 +1,7 @@
 //! The execute side an engine writes to (Part II §6.5): the typed [`Run`] sink and the
-//! [`Finish`] an execute method ends with.
+//! [`Finish`](super::Finish) an execute method ends with.
 //!
-//! An engine records each executed step through [`Run`] and ends with a [`Finish`]; the runtime
+//! An engine records each executed step through [`Run`] and ends with a [`Finish`](super::Finish); the runtime
 //! owns everything else: run ids, the processing order, `ok` and `error` (derived from the
 //! status, so `error` is null exactly when `ok`), trace levels, identities of loop iterations,
 //! storage.

@@ -82,7 +82,7 @@ impl<S: RunStatus> StepBuilder<'_, S> {
         );
     }
     /// Record the step now, before the work it stands for (a sub-program call whose internal
-    /// entries follow it keeps its place in execution order); end it with [`Run::finish_step`].
+    /// entries follow it keeps its place in execution order); end it with [`Run::finish_step`](super::Run::finish_step).
     pub fn open(self) -> OpenStep {
         let started = self.started;
         let mut st = self.recorder.state();

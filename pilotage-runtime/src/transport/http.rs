@@ -104,7 +104,7 @@ pub struct HttpOptions {
     /// default 300 s, rmcp's own default: long enough for the minutes a person or a model
     /// may spend between tool calls, short enough that abandoned sessions free their slot.
     pub session_idle: Duration,
-    /// Verifies every request to the endpoint (see [`auth`](super::auth)): a refused request gets
+    /// Verifies every request to the endpoint (see [`super::auth`]): a refused request gets
     /// HTTP 401 and a `WWW-Authenticate: Bearer` challenge, a verified one carries its
     /// [`Caller`](crate::engine::Caller) in its extensions. `None` (the default): no verification.
     /// [`Server::router`](crate::Server::router) and the `Server::serve_*` methods fill it from
