@@ -60,6 +60,23 @@ const LOOPBACK_ORIGINS: [&str; 3] = ["http://localhost:*", "http://127.0.0.1:*",
 /// The connection settings (`max_connections`, `header_read_timeout`) are applied by
 /// [`serve_http`] and [`serve_listener`]; a [`Router`] from [`mcp_service`] mounted elsewhere
 /// gets the others (origins, sessions, body timeout) and its host server sets the rest.
+///
+/// A public deployment names its own hosts and origins and sizes its sessions:
+///
+/// ```
+/// use std::time::Duration;
+/// use pilotage::prelude::*;
+///
+/// let options = HttpOptions {
+///     allowed_hosts: Some(vec!["mcp.example.com".into()]),
+///     allowed_origins: Some(vec!["https://app.example.com:443".into()]),
+///     max_sessions: 4096,
+///     session_idle: Duration::from_secs(600),
+///     ..HttpOptions::default()
+/// };
+/// assert_eq!(options.max_connections, 4096);
+/// // server.serve_http("0.0.0.0:8787".parse()?, options).await?
+/// ```
 #[derive(Clone)]
 pub struct HttpOptions {
     /// `false` (the default): legacy protocol versions get `Mcp-Session-Id`
