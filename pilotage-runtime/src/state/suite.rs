@@ -313,6 +313,28 @@ pub async fn replica_suite(store: Arc<dyn SharedState>, replica: Arc<dyn SharedS
     assert_eq!(changes(&*store, &other, &all[0], next).await, None, "not in its chain");
 }
 
+/// The environment variable `cargo xtask test` (and so CI) sets: a test whose outside service
+/// (PostgreSQL, the official client SDKs) is missing fails instead of skipping.
+pub const REQUIRE_SERVICES: &str = "PILOTAGE_REQUIRE_SERVICES";
+
+/// Whether the test `test`, which needs `service`, may run: `missing` says why the service is
+/// not there (`None` when it is). A missing service skips the test: this says so on stderr,
+/// past the test harness's capture, with the command that provides it, and answers `false`
+/// (the test returns at once). With [`REQUIRE_SERVICES`] set, a missing service panics instead:
+/// under `cargo xtask test` nothing skips.
+pub fn service_or_skip(test: &str, service: &str, missing: Option<String>) -> bool {
+    use std::io::Write;
+    let Some(why) = missing else { return true };
+    if std::env::var_os(REQUIRE_SERVICES).is_some() {
+        panic!("{test} needs {service}, and {REQUIRE_SERVICES} is set: {why}");
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "skipped {test}: it needs {service} ({why}); `cargo xtask test` provides it and runs every test"
+    );
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -344,28 +366,6 @@ mod tests {
 pub fn test_postgres_url() -> String {
     std::env::var("PILOTAGE_TEST_POSTGRES")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
-}
-
-/// The environment variable `cargo xtask test` (and so CI) sets: a test whose outside service
-/// (PostgreSQL, the official client SDKs) is missing fails instead of skipping.
-pub const REQUIRE_SERVICES: &str = "PILOTAGE_REQUIRE_SERVICES";
-
-/// Whether the test `test`, which needs `service`, may run: `missing` says why the service is
-/// not there (`None` when it is). A missing service skips the test: this says so on stderr,
-/// past the test harness's capture, with the command that provides it, and answers `false`
-/// (the test returns at once). With [`REQUIRE_SERVICES`] set, a missing service panics instead:
-/// under `cargo xtask test` nothing skips.
-pub fn service_or_skip(test: &str, service: &str, missing: Option<String>) -> bool {
-    use std::io::Write;
-    let Some(why) = missing else { return true };
-    if std::env::var_os(REQUIRE_SERVICES).is_some() {
-        panic!("{test} needs {service}, and {REQUIRE_SERVICES} is set: {why}");
-    }
-    let _ = writeln!(
-        std::io::stderr(),
-        "skipped {test}: it needs {service} ({why}); `cargo xtask test` provides it and runs every test"
-    );
-    false
 }
 
 /// [`service_or_skip`] for PostgreSQL at [`test_postgres_url`]: missing when no server accepts a
