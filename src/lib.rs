@@ -2,7 +2,7 @@
 //!
 //! An engine declares its Language with `#[pilotage::language(...)]` on its impl block; the
 //! macro checks the declaration at compile time (capability rules, guide folder, tool names,
-//! method shapes) and implements [`Engine`](crate::language::Engine) for the type. The runtime
+//! method shapes) and implements [`Engine`](crate::engine::Engine) for the type. The runtime
 //! ([`pilotage_runtime`], re-exported here) serves the loop: manifest, guides, catalog,
 //! validate, execute and trace fetch.
 //!
@@ -52,29 +52,8 @@
 //!
 //! # `#[pilotage::language(...)]`
 //!
-//! Keys (each at most once):
-//!
-//! | key | value | |
-//! | --- | --- | --- |
-//! | `name` | `"family/version"` | required |
-//! | `title` | string | required |
-//! | `program` | the program-bearing argument, `[A-Za-z_][A-Za-z0-9_]*`, not a reserved argument | required |
-//! | `locator` | `"json-pointer"` or `"text-range"` | required |
-//! | `capabilities(...)` | `guides(topic_fetch)`, `catalog(search, changed_since)`, `validate`, `plan`, `execute(test_run, idempotency)`, `trace_fetch(narrate)`; sub-features optional | required; `guides` and `validate` always |
-//! | `execution` | `"immediate"`, `"deploy"` or `"both"` | iff `execute` |
-//! | `trace` | `"summary"` or `"full"` | iff `execute` |
-//! | `retention` | `"none"`, `"session"` or an ISO 8601 duration (`"PT1H"`, `"P30D"`) | iff `execute` |
-//! | `trace_subprogram` | `"opaque"` or `"expanded"` | optional |
-//! | `promotion_authority` | `"caller"` or `"promoter"` | optional |
-//! | `context_schema` | path of a JSON object schema file, relative to `CARGO_MANIFEST_DIR` | optional |
-//! | `context` | a type with `Deserialize` and `JsonSchema`: the context schema generated from it | optional, not with `context_schema` |
-//! | `trace_tool` | the trace-fetch tool's name (no trace method needed) | optional, only with `trace_fetch` |
-//! | `guides` | guide folder, relative to `CARGO_MANIFEST_DIR` | required |
-//! | `codes`, `risk` | enums deriving [`Codes`] and [`RiskLevels`] | required |
-//! | `statuses` | enum deriving [`Statuses`] | optional |
-//! | `kinds` | enum deriving [`EntryKinds`] | iff `catalog` |
-//! | `catalog` | method `fn(&self, caller: &Caller) -> Arc<CatalogSnapshot>` | iff `catalog` |
-//! | `narrate` | method `fn(&self, run: &TraceFetchResponse, question: Option<&str>) -> Option<String>` | iff `trace_fetch(narrate)` |
+//! Every key, with its values and when it is required, is one table on [`language`]'s page; the
+//! tool attributes' keys on [`loop_tool`] and [`plain_tool`].
 //!
 //! Methods of the impl carry the tools:
 //!
@@ -100,7 +79,7 @@
 //! The validate method needs no special shape to receive context: with `context_schema`
 //! declared, the runtime checks the caller's `context` against the schema and hands the
 //! validated value to every validate method through
-//! [`Validation::context`](crate::validate::Validation::context). Without `context_schema`, a
+//! [`Validation::context`](crate::engine::Validation::context). Without `context_schema`, a
 //! supplied `context` is a `context_binding` error and `context()` is `None`. So neither
 //! "`context_schema` declared but the validate method cannot receive context" nor the reverse
 //! can happen, and there is no compile-time check for them (`tests/ui/pass/context_schema.rs`).
@@ -193,30 +172,133 @@
 pub use pilotage_runtime::*;
 
 /// Declares a Pilotage Language on an engine's impl block and implements
-/// [`Engine`](crate::language::Engine) for the type. See the [crate documentation](crate).
+/// [`Engine`](crate::engine::Engine) for the type. See the [crate documentation](crate) for a
+/// complete engine with its tests.
+///
+/// Keys, each at most once, in any order:
+///
+/// | key | value | |
+/// | --- | --- | --- |
+/// | `name` | `"family/version"`, e.g. `"calc/v1"` | required |
+/// | `title` | a string | required |
+/// | `program` | the program-bearing argument, `[A-Za-z_][A-Za-z0-9_]*`, not a reserved argument | required |
+/// | `locator` | `"json-pointer"` or `"text-range"` | required |
+/// | `capabilities(...)` | `guides(topic_fetch)`, `catalog(search, changed_since)`, `validate`, `plan`, `execute(test_run, idempotency)`, `trace_fetch(narrate)`; sub-features optional, e.g. `capabilities(guides, validate, plan, execute(idempotency))` | required; `guides` and `validate` always |
+/// | `execution` | `"immediate"`, `"deploy"` or `"both"` | iff `execute` |
+/// | `trace` | `"summary"` or `"full"` | iff `execute` |
+/// | `retention` | `"none"`, `"session"` or an ISO 8601 duration (`"PT1H"`, `"P30D"`) | iff `execute` |
+/// | `trace_subprogram` | `"opaque"` or `"expanded"` | optional |
+/// | `promotion_authority` | `"caller"` or `"promoter"` | optional |
+/// | `context_schema` | path of a JSON object schema file, relative to `CARGO_MANIFEST_DIR` | optional |
+/// | `context` | a type with `Deserialize` and `JsonSchema`: the context schema is generated from it | optional, not with `context_schema` |
+/// | `trace_tool` | the trace-fetch tool's name, e.g. `trace_tool = "trace_calc"` (no trace method needed) | optional, only with `trace_fetch` |
+/// | `guides` | the guide folder, relative to `CARGO_MANIFEST_DIR` | required |
+/// | `codes` | an enum deriving [`Codes`] | required |
+/// | `risk` | an enum deriving [`RiskLevels`] | required |
+/// | `statuses` | an enum deriving [`Statuses`] | optional |
+/// | `kinds` | an enum deriving [`EntryKinds`] | iff `catalog` |
+/// | `catalog` | a method `fn(&self, caller: &Caller) -> Arc<CatalogSnapshot>`, e.g. `catalog = snapshot` | iff `catalog` |
+/// | `narrate` | a method `fn(&self, run: &TraceFetchResponse, question: Option<&str>) -> Option<String>` | iff `trace_fetch(narrate)` |
+/// | `tasks` | a bare flag, `tasks` (no value): the execute tool also answers MCP Tasks (`tasks/get`, `tasks/cancel`), beyond Pilotage 1.1 | optional, only with `execute` |
+///
+/// A misspelled key, a missing one or a value that does not fit is a compile error at the
+/// token, saying the fix.
 pub use pilotage_macros::language;
 
-/// Marks the method that serves a loop stage (`validate`, `execute` or `trace`) inside a
-/// `#[pilotage::language(...)]` impl.
+/// Marks the method that serves a loop stage inside a `#[pilotage::language(...)]` impl.
+///
+/// | key | value | |
+/// | --- | --- | --- |
+/// | `validate`, `execute` or `trace` | the stage (first, bare) | required |
+/// | `name` | the MCP tool's name, e.g. `name = "validate_calc"` | required |
+/// | `no_input` | a bare flag, on `execute` only: a Run given `input` is refused before the method runs | optional |
+///
+/// The shapes:
+///
+/// - `#[loop_tool(validate, name = "...")] fn validate(&self, program: &Json, v: &mut Validation<Codes, Risk>)`:
+///   exactly one; synchronous, side-effect free, returning nothing.
+/// - `#[loop_tool(execute, name = "...")] async fn run(&self, program: &Json, run: &mut Run) -> Finish`:
+///   iff `execute` is declared (may be synchronous); `Run<S>`/`Finish<S>` with `statuses = S`.
+///   A Run's `input`, when given, is a JSON object: [`Run::input`](crate::engine::Run::input).
+/// - `#[loop_tool(trace, name = "...")] fn trace(&self) {}`: iff `trace_fetch` is declared and
+///   no `trace_tool = "..."` names the tool; never called.
+///
+/// The method's doc comment becomes the extra text of the tool's description.
 pub use pilotage_macros::loop_tool;
 
-/// Marks a method as an ordinary MCP tool inside a `#[pilotage::language(...)]` impl.
+/// Marks a method as an ordinary MCP tool inside a `#[pilotage::language(...)]` impl: a
+/// harness tool, an admin tool, anything beside the loop.
+///
+/// | key | value | |
+/// | --- | --- | --- |
+/// | `name` | the MCP tool's name | required |
+/// | `description` | the tool's description | optional: the doc comment otherwise |
+/// | `read_only` | a bare flag: the tool's `readOnlyHint` | optional |
+/// | `input_schema` | a JSON object schema, e.g. `input_schema = r#"{"type": "object"}"#` | only for the raw form |
+///
+/// The typed form, `fn tool(&self, caller: &Caller, args: MyArgs) -> Result<MyOut, MyError>`,
+/// takes its `inputSchema` from `MyArgs: Deserialize + JsonSchema` (arguments that do not fit
+/// are JSON-RPC `-32602`), its `outputSchema` from `MyOut: Serialize + JsonSchema`, and its error
+/// text from `MyError: Display`; `caller` is optional. The derives come from `serde` (add it to
+/// your `Cargo.toml`) and schemars 1, which pilotage re-exports as [`schemars`]:
+///
+/// ```
+/// use pilotage::prelude::*;
+///
+/// #[derive(serde::Deserialize, pilotage::schemars::JsonSchema)]
+/// #[schemars(crate = "pilotage::schemars")]
+/// struct Twice {
+///     value: f64,
+/// }
+///
+/// #[derive(serde::Serialize, pilotage::schemars::JsonSchema)]
+/// #[schemars(crate = "pilotage::schemars")]
+/// struct Doubled {
+///     doubled: f64,
+/// }
+/// # #[derive(Clone, Copy, pilotage::Codes)]
+/// # enum CalcCode { UnknownOp }
+/// # #[derive(Clone, Copy, pilotage::RiskLevels)]
+/// # enum CalcRisk { #[risk(read_only)] Safe }
+/// # struct Calc;
+/// # #[pilotage::language(
+/// #     name = "calc/v1", title = "Arithmetic programs", program = "calc", locator = "json-pointer",
+/// #     capabilities(guides, validate, plan), guides = "examples/calc/guides", codes = CalcCode, risk = CalcRisk,
+/// # )]
+/// # impl Calc {
+/// #     #[loop_tool(validate, name = "validate_calc")]
+/// #     fn validate(&self, _program: &Json, v: &mut Validation<CalcCode, CalcRisk>) { v.step("sum", CalcRisk::Safe); }
+///
+///     /// Doubles a number.
+///     #[plain_tool(name = "twice", read_only)]
+///     fn twice(&self, args: Twice) -> Result<Doubled, String> {
+///         Ok(Doubled { doubled: args.value * 2.0 })
+///     }
+/// # }
+///
+/// let mut kit = pilotage::testkit::Kit::new(Calc);
+/// assert_eq!(kit.call("twice", json!({"value": 2.5})).structured, json!({"doubled": 5.0}));
+/// assert!(kit.request("tools/call", json!({"name": "twice", "arguments": {"value": "x"}})).is_err());
+/// ```
+///
+/// The raw form takes `args: &Json` (with `input_schema`) and answers `Result<Json, E>`, with
+/// no `outputSchema`.
 pub use pilotage_macros::plain_tool;
 
-/// Derives [`DiagnosticCode`](crate::closed_sets::DiagnosticCode) for a fieldless enum. Wire
+/// Derives [`DiagnosticCode`](crate::model::closed_sets::DiagnosticCode) for a fieldless enum. Wire
 /// names are the snake_case variant names, or `#[code(rename = "...")]`.
 pub use pilotage_macros::Codes;
 
-/// Derives [`RiskLevel`](crate::closed_sets::RiskLevel) for a fieldless enum, least risky
+/// Derives [`RiskLevel`](crate::model::closed_sets::RiskLevel) for a fieldless enum, least risky
 /// variant first; each variant has `#[risk(...)]` with `read_only`, `write`, `destructive`,
 /// `open_world`.
 pub use pilotage_macros::RiskLevels;
 
-/// Derives [`RunStatus`](crate::closed_sets::RunStatus) for a fieldless enum of engine-defined
+/// Derives [`RunStatus`](crate::model::closed_sets::RunStatus) for a fieldless enum of engine-defined
 /// failure statuses; each variant has `#[status(side_effects = true|false)]`.
 pub use pilotage_macros::Statuses;
 
-/// Derives [`EntryKind`](crate::closed_sets::EntryKind) for a fieldless enum of catalog entry
+/// Derives [`EntryKind`](crate::model::closed_sets::EntryKind) for a fieldless enum of catalog entry
 /// kinds; `#[kind(callable)]` marks kinds that steps can invoke, `#[kind(promoted)]` the one
 /// (callable) kind promoted programs are exposed as.
 pub use pilotage_macros::EntryKinds;

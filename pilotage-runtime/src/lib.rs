@@ -31,13 +31,19 @@ pub mod transport;
 
 pub use server::{BuildError, Server, ServerBuilder};
 
+/// The schemars (version 1) whose `JsonSchema` the tool macros expect of typed plain-tool
+/// arguments and answers and of `context = MyType`. Derive it without a `schemars` dependency
+/// of your own with `#[derive(pilotage::schemars::JsonSchema)]` and
+/// `#[schemars(crate = "pilotage::schemars")]`; a `schemars = "0.8"` dependency does not fit.
+pub use schemars;
+
 pub mod testkit;
 
 #[cfg(feature = "host")]
 pub mod host;
 
 /// The names an engine's code uses, and what serving it over stdio or HTTP needs
-/// ([`Server`](crate::Server), [`HttpOptions`](crate::transport::HttpOptions)).
+/// ([`crate::Server`], [`crate::transport::HttpOptions`]).
 pub mod prelude {
     pub use crate::engine::{Caller, CatalogSnapshot, Failure, Finish, Limits, Run, Validation};
     pub use crate::model::catalog::CatalogEntry;

@@ -392,6 +392,11 @@ async fn calc_every_reachable_member_has_both_cases() {
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_every_reachable_member_has_both_cases() {
+    if !pilotage::state::suite::postgres_or_skip(
+        "completeness::postgres_every_reachable_member_has_both_cases",
+    ) {
+        return;
+    }
     let f = crate::postgres_loop::Fixture::new("complete").await;
     let db = f.db(Some(&f.writer));
     let sets = crate::postgres::Pg::factory(db.clone(), true)().language_spec().sets.clone();

@@ -169,6 +169,9 @@ async fn calc_over_stdio() {
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_over_http_sse() {
+    if !pilotage::state::suite::postgres_or_skip("conformance::postgres_over_http_sse") {
+        return;
+    }
     let f = crate::postgres_loop::Fixture::new("conf_http").await;
     let server = f.server(Some(&f.writer));
     let report =
@@ -181,6 +184,9 @@ async fn postgres_over_http_sse() {
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_over_stdio() {
+    if !pilotage::state::suite::postgres_or_skip("conformance::postgres_over_stdio") {
+        return;
+    }
     let f = crate::postgres_loop::Fixture::new("conf_stdio").await;
     let args: Vec<String> = [
         "--database-url",

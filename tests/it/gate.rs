@@ -193,6 +193,15 @@ async fn host(gate_args: &[String], elicitation: &str, calls: Vec<Value>, tag: &
     host_with(Sdk::Python, gate_args, elicitation, calls, tag).await
 }
 
+/// Whether `sdk` is installed; without it the test is skipped, saying how to install it (a
+/// failure under `cargo xtask test`).
+fn present(sdk: Sdk, test: &str) -> bool {
+    match sdk {
+        Sdk::Python => python(test).is_some(),
+        Sdk::TypeScript => node_modules(test).is_some(),
+    }
+}
+
 /// Which official SDK is the host.
 #[derive(Clone, Copy)]
 enum Sdk {
@@ -214,9 +223,13 @@ async fn host_with(
     let scenario = json!({"command": command, "elicitation": elicitation, "calls": calls});
     let script = |name: &str| root().join("tests/clients").join(name).display().to_string();
     let findings = match sdk {
-        Sdk::Python => run_client(&python(), &[script("gate.py"), scenario.to_string()]).await,
+        Sdk::Python => {
+            let python = python("gate").expect("checked by the test's own `present`");
+            run_client(&python, &[script("gate.py"), scenario.to_string()]).await
+        }
         Sdk::TypeScript => {
-            let modules = node_modules().display().to_string();
+            let modules = node_modules("gate").expect("checked by the test's own `present`");
+            let modules = modules.display().to_string();
             run_client(Path::new("node"), &[script("gate.mjs"), modules, scenario.to_string()]).await
         }
     };
@@ -258,6 +271,9 @@ fn asked_with_the_unverified_claims_statement(findings: &Value, n: usize) -> Vec
 
 #[tokio::test]
 async fn a_safe_plan_passes_without_a_question_with_the_validations_catalog_version() {
+    if !present(Sdk::Python, "gate::a_safe_plan_passes_without_a_question_with_the_validations_catalog_version") {
+        return;
+    }
     let up = upstream(Lie::Honest).await;
     let (findings, audit) =
         host(&endpoint(&up), "approve", vec![validate(&safe()), execute(&safe())], "safe").await;
@@ -292,6 +308,9 @@ async fn a_safe_plan_passes_without_a_question_with_the_validations_catalog_vers
 
 #[tokio::test]
 async fn an_approved_destructive_execute_arrives_once_with_the_validations_catalog_version() {
+    if !present(Sdk::Python, "gate::an_approved_destructive_execute_arrives_once_with_the_validations_catalog_version") {
+        return;
+    }
     let up = upstream(Lie::Honest).await;
     let calls = vec![validate(&destructive()), execute(&destructive())];
     let (findings, audit) = host(&endpoint(&up), "approve", calls, "approve").await;
@@ -312,6 +331,9 @@ async fn an_approved_destructive_execute_arrives_once_with_the_validations_catal
 
 #[tokio::test]
 async fn a_refused_execute_never_reaches_the_server() {
+    if !present(Sdk::Python, "gate::a_refused_execute_never_reaches_the_server") {
+        return;
+    }
     for (answer, asked, decision, why) in [
         ("decline", 1, "declined", "the person declined to approve it (risk: destructive)"),
         ("approve_no", 1, "declined", "the person declined to approve it (risk: destructive)"),
@@ -330,6 +352,9 @@ async fn a_refused_execute_never_reaches_the_server() {
 
 #[tokio::test]
 async fn a_program_changed_after_its_validation_is_validated_again_and_gated() {
+    if !present(Sdk::Python, "gate::a_program_changed_after_its_validation_is_validated_again_and_gated") {
+        return;
+    }
     let up = upstream(Lie::Honest).await;
     let (findings, audit) =
         host(&endpoint(&up), "decline", vec![validate(&safe()), execute(&destructive())], "changed").await;
@@ -342,6 +367,9 @@ async fn a_program_changed_after_its_validation_is_validated_again_and_gated() {
 
 #[tokio::test]
 async fn a_missing_plan_on_a_plan_language_is_risky() {
+    if !present(Sdk::Python, "gate::a_missing_plan_on_a_plan_language_is_risky") {
+        return;
+    }
     let up = upstream(Lie::NoPlan).await;
     let (findings, audit) =
         host(&endpoint(&up), "decline", vec![validate(&safe()), execute(&safe())], "noplan").await;
@@ -361,6 +389,9 @@ async fn a_missing_plan_on_a_plan_language_is_risky() {
 
 #[tokio::test]
 async fn without_a_plan_capability_the_references_entries_decide_not_the_plan() {
+    if !present(Sdk::Python, "gate::without_a_plan_capability_the_references_entries_decide_not_the_plan") {
+        return;
+    }
     let up = upstream(Lie::SafePlanWithoutPlanCapability).await;
     let calls = vec![validate(&destructive()), execute(&destructive()), validate(&safe()), execute(&safe())];
     let (findings, audit) = host(&endpoint(&up), "decline", calls, "refs").await;
@@ -381,6 +412,9 @@ async fn without_a_plan_capability_the_references_entries_decide_not_the_plan() 
 
 #[tokio::test]
 async fn a_policy_pre_approves_open_world_and_nothing_else() {
+    if !present(Sdk::Python, "gate::a_policy_pre_approves_open_world_and_nothing_else") {
+        return;
+    }
     let up = upstream(Lie::Honest).await;
     let policy = TempStore::new("gate-policy");
     std::fs::write(policy.path(), r#"{"servers": {"automation-test": {"automation/v1": ["openWorld"]}}}"#)
@@ -399,6 +433,9 @@ async fn a_policy_pre_approves_open_world_and_nothing_else() {
 
 #[tokio::test]
 async fn over_stdio_in_front_of_the_automation_binary() {
+    if !present(Sdk::Python, "gate::over_stdio_in_front_of_the_automation_binary") {
+        return;
+    }
     let store = TempStore::new("gate-stdio");
     let args: Vec<String> = vec![
         "--".into(),
@@ -417,6 +454,9 @@ async fn over_stdio_in_front_of_the_automation_binary() {
 
 #[tokio::test]
 async fn an_understated_plan_maximum_does_not_hide_a_destructive_step() {
+    if !present(Sdk::Python, "gate::an_understated_plan_maximum_does_not_hide_a_destructive_step") {
+        return;
+    }
     let up = upstream(Lie::UnderstatedMaximum).await;
     let calls = vec![validate(&destructive()), execute(&destructive())];
     let (findings, audit) = host(&endpoint(&up), "decline", calls, "understated").await;
@@ -428,6 +468,9 @@ async fn an_understated_plan_maximum_does_not_hide_a_destructive_step() {
 
 #[tokio::test]
 async fn a_promoted_program_is_gated_on_its_entrys_risk_hints() {
+    if !present(Sdk::Python, "gate::a_promoted_program_is_gated_on_its_entrys_risk_hints") {
+        return;
+    }
     let up = upstream(Lie::Honest).await;
     let promote = |p: Value, name: &str| json!({"tool": "promote_automation", "arguments": {"automation": p, "name": name, "context": crate::kit::ctx()}});
     let run_ref = |n: usize| {
@@ -461,6 +504,9 @@ async fn a_promoted_program_is_gated_on_its_entrys_risk_hints() {
 
 #[tokio::test]
 async fn the_typescript_sdk_as_the_host() {
+    if !present(Sdk::TypeScript, "gate::the_typescript_sdk_as_the_host") {
+        return;
+    }
     for (answer, arrived, asked) in [("approve", 1, 1), ("decline", 0, 1), ("absent", 0, 0)] {
         let up = upstream(Lie::Honest).await;
         let calls = vec![validate(&destructive()), execute(&destructive())];

@@ -5,36 +5,26 @@
 //! text-valued, and a `FETCH` line makes the plan `openWorld`. It declares no extension
 //! capability on `initialize`: the Host still finds Pilotage through `pilotage_manifest`.
 
-use std::path::PathBuf;
-
 use pilotage::host::{Attempt, ExecuteOptions, Execution, GateReason, Host, RunStatus, UNVERIFIED_CLAIMS};
 use serde_json::json;
 
 use crate::host_kit::Recording;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn python() -> String {
-    let p = root().join("target/clients/py/bin/python");
-    assert!(
-        p.exists(),
-        "the Python MCP SDK is not installed at {}: run `bash tests/clients/install.sh`",
-        p.display()
-    );
-    p.display().to_string()
-}
+use crate::long_run_clients::{python, root};
 
 #[tokio::test]
 async fn a_python_sdk_server_is_driven_from_its_own_declarations() {
+    let Some(python) = python("host_python::a_python_sdk_server_is_driven_from_its_own_declarations") else {
+        return;
+    };
+    let python = python.display().to_string();
     let calls = std::env::temp_dir().join(format!("pilotage-host-python-{}.calls", std::process::id()));
     let _ = std::fs::remove_file(&calls);
     std::env::set_var("PILOTAGE_PY_CALLS", &calls);
     let script = root().join("tests/clients/pilotage_server.py").display().to_string();
     let approver = Recording::denying();
     let host =
-        Host::command(python(), vec![script.clone()]).approver(approver.clone()).connect().await.unwrap();
+        Host::command(python, vec![script.clone()]).approver(approver.clone()).connect().await.unwrap();
     assert_eq!(host.languages(), ["lines/v1"]);
     let lines = host.language("lines/v1").unwrap();
     assert_eq!(

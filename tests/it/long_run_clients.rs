@@ -1,14 +1,16 @@
 //! Long runs with the official MCP client SDKs, installed by `tests/clients/install.sh` (which
-//! `.ci/run` calls first): the Python SDK (`mcp` 2.x) and the TypeScript SDK
+//! `cargo xtask test` calls first): the Python SDK (`mcp` 2.x) and the TypeScript SDK
 //! (`@modelcontextprotocol/sdk`) each run `tests/clients/long_run.{py,mjs}` against the
 //! `automation` example, over stdio and over Streamable HTTP on 127.0.0.1: a long program with
-//! a progress callback, one cancelled, one polled as a task. A missing SDK fails the test with
-//! the command that installs it.
+//! a progress callback, one cancelled, one polled as a task. A missing SDK skips the test, saying
+//! the command that installs it, unless `PILOTAGE_REQUIRE_SERVICES` is set (`cargo xtask test`
+//! sets it), when it fails.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use pilotage::state::suite::service_or_skip;
 use pilotage::testkit::TempStore;
 use serde_json::Value;
 
@@ -18,24 +20,21 @@ pub(crate) fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-pub(crate) fn python() -> PathBuf {
+/// The Python SDK's interpreter, or `None` (the test skipped, saying how to install it) when
+/// it is not installed.
+pub(crate) fn python(test: &str) -> Option<PathBuf> {
     let p = root().join("target/clients/py/bin/python");
-    assert!(
-        p.exists(),
-        "the Python MCP SDK is not installed at {}: run `bash tests/clients/install.sh` (.ci/run does)",
-        p.display()
-    );
-    p
+    let missing = (!p.exists())
+        .then(|| format!("nothing at {}: `bash tests/clients/install.sh` installs it", p.display()));
+    service_or_skip(test, "the Python MCP SDK", missing).then_some(p)
 }
 
-pub(crate) fn node_modules() -> PathBuf {
+/// The TypeScript SDK's `node_modules`, or `None` as for [`python`].
+pub(crate) fn node_modules(test: &str) -> Option<PathBuf> {
     let m = root().join("target/clients/node/node_modules");
-    assert!(
-        m.join("@modelcontextprotocol/sdk/package.json").exists(),
-        "the TypeScript MCP SDK is not installed in {}: run `bash tests/clients/install.sh` (.ci/run does)",
-        m.display()
-    );
-    m
+    let missing = (!m.join("@modelcontextprotocol/sdk/package.json").exists())
+        .then(|| format!("nothing in {}: `bash tests/clients/install.sh` installs it", m.display()));
+    service_or_skip(test, "the TypeScript MCP SDK", missing).then_some(m)
 }
 
 /// Run a client script to its end (at most two minutes) and return its findings.
@@ -113,23 +112,26 @@ fn binary() -> String {
 
 #[tokio::test]
 async fn python_sdk_over_stdio() {
+    let Some(python) = python("long_run_clients::python_sdk_over_stdio") else { return };
     let store = TempStore::new("clients-py-stdio");
     let args = [script("long_run.py"), "stdio".into(), binary(), store.path().display().to_string()];
-    check(&run_client(&python(), &args).await);
+    check(&run_client(&python, &args).await);
 }
 
 #[tokio::test]
 async fn python_sdk_over_http() {
+    let Some(python) = python("long_run_clients::python_sdk_over_http") else { return };
     let store = TempStore::new("clients-py-http");
     let server = http_example(store.path()).await;
     let args = [script("long_run.py"), "http".into(), server.url.clone()];
-    check(&run_client(&python(), &args).await);
+    check(&run_client(&python, &args).await);
 }
 
 #[tokio::test]
 async fn typescript_sdk_over_stdio() {
+    let Some(modules) = node_modules("long_run_clients::typescript_sdk_over_stdio") else { return };
     let store = TempStore::new("clients-ts-stdio");
-    let modules = node_modules().display().to_string();
+    let modules = modules.display().to_string();
     let args =
         [script("long_run.mjs"), modules, "stdio".into(), binary(), store.path().display().to_string()];
     check(&run_client(Path::new("node"), &args).await);
@@ -137,9 +139,10 @@ async fn typescript_sdk_over_stdio() {
 
 #[tokio::test]
 async fn typescript_sdk_over_http() {
+    let Some(modules) = node_modules("long_run_clients::typescript_sdk_over_http") else { return };
     let store = TempStore::new("clients-ts-http");
     let server = http_example(store.path()).await;
-    let modules = node_modules().display().to_string();
+    let modules = modules.display().to_string();
     let args = [script("long_run.mjs"), modules, "http".into(), server.url.clone()];
     check(&run_client(Path::new("node"), &args).await);
 }

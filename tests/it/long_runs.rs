@@ -373,6 +373,11 @@ async fn a_working_task_of_another_process_on_a_private_store_is_failed() {
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_working_task_of_another_replica_is_failed_only_once_stale() {
+    if !pilotage::state::suite::postgres_or_skip(
+        "long_runs::a_working_task_of_another_replica_is_failed_only_once_stale",
+    ) {
+        return;
+    }
     let schema = pilotage::state::suite::TestSchema::create("tasks").await;
     let pg = pilotage::state::PostgresState::connect(&schema.url).await.expect("connect");
     let state: std::sync::Arc<dyn pilotage::state::SharedState> = std::sync::Arc::new(pg);

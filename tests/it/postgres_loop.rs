@@ -56,7 +56,7 @@ async fn admin(url: &str) -> tokio_postgres::Client {
     let (client, connection) = match tokio_postgres::connect(url, NoTls).await {
         Ok(c) => c,
         Err(e) => panic!(
-            "no PostgreSQL answers at {url} ({e}). Start one (`.ci/run` installs and starts PostgreSQL 15 \
+            "no PostgreSQL answers at {url} ({e}). Start one (`cargo xtask test` installs and starts PostgreSQL \
              where missing) or point PILOTAGE_TEST_POSTGRES at a server where the user may create schemas and roles."
         ),
     };
@@ -192,6 +192,11 @@ fn findings(v: &Value) -> Vec<(String, Value, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn validation_plans_and_diagnoses_with_postgres_positions() {
+    if !pilotage::state::suite::postgres_or_skip(
+        "postgres_loop::validation_plans_and_diagnoses_with_postgres_positions",
+    ) {
+        return;
+    }
     let f = Fixture::new("validate").await;
     let http = HttpServer::start(&f.server(Some(&f.writer))).await;
     let mut conn = session(&http).await;
@@ -310,6 +315,11 @@ async fn validation_plans_and_diagnoses_with_postgres_positions() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_is_one_transaction_with_a_trace_step_per_statement() {
+    if !pilotage::state::suite::postgres_or_skip(
+        "postgres_loop::a_run_is_one_transaction_with_a_trace_step_per_statement",
+    ) {
+        return;
+    }
     let f = Fixture::new("run").await;
     let http = HttpServer::start(&f.server(Some(&f.writer))).await;
     let mut conn = session(&http).await;
@@ -363,6 +373,11 @@ async fn a_run_is_one_transaction_with_a_trace_step_per_statement() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_runaway_statement_is_cancelled_on_the_server() {
+    if !pilotage::state::suite::postgres_or_skip(
+        "postgres_loop::a_runaway_statement_is_cancelled_on_the_server",
+    ) {
+        return;
+    }
     let f = Fixture::new("cancel").await;
     let limits = pilotage::engine::Limits {
         execute_time: Duration::from_millis(1500),
@@ -418,6 +433,11 @@ async fn stateless(url: &str, sub: &str, role: &str, name: &str, arguments: Valu
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_verified_callers_see_their_own_roles_catalogs_and_diagnostics() {
+    if !pilotage::state::suite::postgres_or_skip(
+        "postgres_loop::two_verified_callers_see_their_own_roles_catalogs_and_diagnostics",
+    ) {
+        return;
+    }
     let f = Fixture::new("roles").await;
     let server = pilotage::Server::builder()
         .name("pg-test", "0")
@@ -497,6 +517,11 @@ fn the_binary_refuses_to_start_without_its_database() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains(&format!("error: no PostgreSQL answers at {url}")), "{stderr}");
+    if !pilotage::state::suite::postgres_or_skip(
+        "postgres_loop::the_binary_refuses_to_start_without_its_database",
+    ) {
+        return;
+    }
     let good = pilotage::state::suite::test_postgres_url();
     let out = std::process::Command::new(&binary)
         .args(["--database-url", &good, "--schema", "no_such_schema_here"])

@@ -95,6 +95,11 @@ pub(crate) fn envelope(fetched: &Value) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_stateless_replicas_on_one_postgres_database_serve_as_one() {
+    if !pilotage::state::suite::postgres_or_skip(
+        "replicas::three_stateless_replicas_on_one_postgres_database_serve_as_one",
+    ) {
+        return;
+    }
     tokio::time::timeout(BOUND, scenario()).await.expect("the replica scenario finished within its bound");
 }
 

@@ -2,11 +2,12 @@
 //! stdio (each tool's `inputSchema` and `outputSchema`, each Language's `context_schema` in the
 //! manifest, each catalog entry's `input_schema` and `output_schema`) uses only JSON Schema 2020-12 keywords and
 //! `format` values. Strict clients (AJV behind the official TypeScript SDK) warn about every
-//! other format, once per connection.
+//! other format, once per connection. No tool schema has a `type` array: several model
+//! providers refuse them, and the MCP Inspector warns about each.
 
 use crate::support;
 
-use pilotage::model::schema::nonstandard;
+use pilotage::model::schema::{nonstandard, type_arrays};
 use pilotage::testkit::TempStore;
 use serde_json::{json, Value};
 use support::Conn;
@@ -52,6 +53,13 @@ async fn assert_standard(name: &str, args: &[&str]) -> Vec<(String, Value)> {
         .flat_map(|(at, schema)| nonstandard(schema).into_iter().map(move |d| format!("{name}: {at} {d}")))
         .collect();
     assert_eq!(departures, Vec::<String>::new(), "non-standard JSON Schema on the wire");
+    // Portable: no `type` array in any tool schema (several model providers refuse them).
+    let arrays: Vec<String> = schemas
+        .iter()
+        .filter(|(at, _)| at.starts_with("tool "))
+        .flat_map(|(at, schema)| type_arrays(schema).into_iter().map(move |d| format!("{name}: {at} {d}")))
+        .collect();
+    assert_eq!(arrays, Vec::<String>::new(), "a type array in tools/list");
     schemas
 }
 

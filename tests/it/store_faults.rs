@@ -210,6 +210,10 @@ async fn inject(admin: &tokio_postgres::Client, schema: &str, role: &str, app: &
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_faults_under_load_lose_no_acknowledged_run_and_run_no_key_twice() {
+    let test = "store_faults::postgres_faults_under_load_lose_no_acknowledged_run_and_run_no_key_twice";
+    if !pilotage::state::suite::postgres_or_skip(test) {
+        return;
+    }
     tokio::time::timeout(BOUND, postgres_scenario())
         .await
         .expect("the fault scenario finished within its bound");

@@ -140,8 +140,10 @@ async fn tools_list_advertises_schemas_from_the_types() {
     assert_eq!(add["inputSchema"]["type"], "object");
     assert_eq!(add["inputSchema"]["required"], json!(["title"]));
     assert_eq!(add["inputSchema"]["additionalProperties"], json!(false));
-    assert_eq!(add["inputSchema"]["properties"]["limit"]["minimum"], json!(0));
-    assert_eq!(add["inputSchema"]["properties"]["limit"]["maximum"], json!(255));
+    // `Option<u8>`: its range in the integer branch, null beside it (no `type` array).
+    let limit = &add["inputSchema"]["properties"]["limit"]["anyOf"];
+    assert_eq!(limit[0], json!({"type": "integer", "minimum": 0, "maximum": 255}));
+    assert_eq!(limit[1], json!({"type": "null"}));
     assert_eq!(add["outputSchema"]["anyOf"][0]["required"], json!(["id", "by", "limit"]));
     assert_eq!(formats(&add), Vec::<String>::new());
     let titles = conn.tool("titles").unwrap().clone();

@@ -47,9 +47,12 @@ fn the_deny_list_takes_prefixes_and_whole_names() {
 /// cancel token once the signal fires, and reports that it was stopped.
 #[test]
 fn a_fired_signal_cancels_the_statement_on_the_server() {
+    if !pilotage::state::suite::postgres_or_skip("a_fired_signal_cancels_the_statement_on_the_server") {
+        return;
+    }
     let url = pilotage::state::suite::test_postgres_url();
     let db = Arc::new(Db::connect(&url, "public", Roles::default(), 2).unwrap_or_else(|e| {
-        panic!("{e}: start PostgreSQL (`.ci/run` does) or point PILOTAGE_TEST_POSTGRES at one")
+        panic!("{e}: start PostgreSQL (`cargo xtask test` does) or point PILOTAGE_TEST_POSTGRES at one")
     }));
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let started = Instant::now();

@@ -132,6 +132,7 @@ impl Budget {
     }
 }
 
+#[doc(hidden)] // the runtime's, not an engine author's
 /// The bounds of one engine call, installed on the thread that runs it.
 #[derive(Clone, Debug)]
 pub struct Bounds {

@@ -11,6 +11,16 @@ use serde_json::{Map, Value};
 /// explicitly anonymous one (each MCP session its own).
 ///
 /// Cheap to clone. Two callers are equal when their ids and claims are; the hash is the id's.
+///
+/// ```
+/// use pilotage::prelude::*;
+///
+/// let claims = json!({"sub": "alice", "pg_role": "agent_reader"});
+/// let caller = Caller::with_claims("alice", claims.as_object().cloned().unwrap_or_default());
+/// assert_eq!(&*caller.id, "alice");
+/// assert_eq!(caller.claim("pg_role"), Some(&json!("agent_reader")));
+/// assert_eq!(Caller::new("bob").claim("pg_role"), None);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Caller {
     /// An opaque identity.

@@ -82,6 +82,31 @@ pub fn changes_with_digests<'a>(
 }
 
 /// An immutable, sorted view of the catalog visible to one caller.
+///
+/// A Language that declares `catalog` names a method answering one (`catalog = entries`, with
+/// `fn entries(&self, caller: &Caller) -> Arc<CatalogSnapshot>`); build it from
+/// [`CatalogEntry`] values when the world changes and hand out clones of the `Arc`. The runtime
+/// serves `pilotage_catalog` from it: `{"verb": "list"}` answers the entries under `items`
+/// (with `q`, `kind`, paging), `{"verb": "get", "id": ...}` one entry, `{"verb":
+/// "changed_since", "catalog_version": ...}` the changes.
+///
+/// ```
+/// use pilotage::prelude::*;
+///
+/// #[derive(Clone, Copy, pilotage::EntryKinds)]
+/// enum Kind { #[kind(callable)] Capability }
+/// #[derive(Clone, Copy, pilotage::RiskLevels)]
+/// enum Risk { #[risk(read_only)] Safe, #[risk(write)] Write }
+///
+/// let snapshot = CatalogSnapshot::new(vec![
+///     CatalogEntry::new("lights.set", Kind::Capability, "Set lights", Risk::Write),
+///     CatalogEntry::new("lights.get", Kind::Capability, "Read lights", Risk::Safe).description("Reads."),
+/// ]);
+/// assert_eq!(snapshot.entries()[0].id, "lights.get"); // sorted by id
+/// assert_eq!(snapshot.get("lights.set").map(|e| e.risk.as_str()), Some("write"));
+/// let fewer = CatalogSnapshot::new(snapshot.entries()[..1].to_vec());
+/// assert_ne!(snapshot.version(), fewer.version()); // the catalog_version token
+/// ```
 #[derive(Clone, Debug)]
 pub struct CatalogSnapshot {
     entries: Vec<CatalogEntry>,

@@ -28,7 +28,20 @@ impl<S: RunStatus> Failure<S> {
     }
 }
 
-/// How an engine's execute method ends.
+/// How an engine's execute method ends. A failed run is a `Finish` too, never an `Err`: the
+/// runtime derives `ok`, `status` and `outcome.error` from it.
+///
+/// ```
+/// use pilotage::prelude::*;
+/// use pilotage::engine::Failure;
+///
+/// let done: Finish = Finish::output(json!({"sum": 3}));
+/// assert_eq!(done, Finish::Success(Some(json!({"sum": 3}))));
+/// let failed: Finish = Finish::error("the table is locked");
+/// assert_eq!(failed, Finish::Failed(Failure::Error, "the table is locked".into()));
+/// let stopped: Finish = Finish::partial("stopped after 3 of 5 statements");
+/// assert!(matches!(stopped, Finish::Failed(Failure::Partial, _)));
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub enum Finish<S: RunStatus = NoStatus> {
     /// Completed; `output` when the Language produces one.
@@ -58,6 +71,7 @@ impl<S: RunStatus> Finish<S> {
     pub fn failed(status: S, message: impl Into<String>) -> Self {
         Finish::Failed(Failure::Engine(status), message.into())
     }
+    #[doc(hidden)] // the runtime's, not an engine author's
     /// The untyped form the runtime reads.
     pub fn into_core(self) -> FinishCore {
         match self {
@@ -67,6 +81,7 @@ impl<S: RunStatus> Finish<S> {
     }
 }
 
+#[doc(hidden)] // the runtime's, not an engine author's
 /// An untyped [`Finish`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct FinishCore {

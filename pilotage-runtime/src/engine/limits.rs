@@ -9,6 +9,18 @@ use std::time::Duration;
 /// work, not only the answer: the engine's [`Validation`](super::Validation) and
 /// [`Run`](super::Run) become inert once a time or byte bound fires (see
 /// [`Signal`](super::Signal) and [`Budget`](super::Budget)).
+///
+/// Per Language, with [`ServerBuilder::limits`](crate::ServerBuilder::limits) after its
+/// `language`; every field has a default, so set only what differs:
+///
+/// ```
+/// use std::time::Duration;
+/// use pilotage::prelude::*;
+///
+/// let limits = Limits { execute_time: Duration::from_secs(60), max_steps: 100_000, ..Limits::default() };
+/// assert_eq!(limits.validate_time, Limits::default().validate_time);
+/// // Server::builder().language(|| MyEngine).limits(limits)
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// Wall-clock bound of one validation.

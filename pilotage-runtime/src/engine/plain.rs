@@ -5,7 +5,7 @@
 //! A typed plain tool, `fn f(&self, caller: &Caller, args: MyArgs) -> Result<MyOut, MyError>`,
 //! advertises `MyArgs`'s JSON Schema as its `inputSchema` (the way rmcp's `Parameters<T>` does)
 //! and `MyOut`'s as its `outputSchema`; both carry only standard JSON Schema (see
-//! [`StandardFormats`](crate::model::schema::StandardFormats)).
+//! [`crate::model::schema::StandardFormats`]).
 
 use std::fmt::Display;
 

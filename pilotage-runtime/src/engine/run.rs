@@ -1,7 +1,7 @@
 //! The execute side an engine writes to (Part II §6.5): the typed [`Run`] sink and the
-//! [`Finish`] an execute method ends with.
+//! [`Finish`](super::Finish) an execute method ends with.
 //!
-//! An engine records each executed step through [`Run`] and ends with a [`Finish`]; the runtime
+//! An engine records each executed step through [`Run`] and ends with a [`Finish`](super::Finish); the runtime
 //! owns everything else: run ids, the processing order, `ok` and `error` (derived from the
 //! status, so `error` is null exactly when `ok`), trace levels, identities of loop iterations,
 //! storage.
@@ -73,6 +73,49 @@ pub struct SubprogramHandle {
 
 /// The typed run sink an engine's execute method writes to. `S` is the engine's own status
 /// set; step identities inside loops are qualified with `#n` automatically.
+///
+/// An execute method records each step as it runs it ([`Run::step`] gives a
+/// [`StepBuilder`]) and answers a [`Finish`](super::Finish); a long loop
+/// that records nothing checks [`Run::is_cancelled`], since the Run turns inert once the
+/// deadline, the byte budget or the client's cancellation fires:
+///
+/// ```
+/// # use pilotage::prelude::*;
+/// # #[derive(Clone, Copy, pilotage::Codes)]
+/// # enum CalcCode { UnknownOp }
+/// # #[derive(Clone, Copy, pilotage::RiskLevels)]
+/// # enum CalcRisk { #[risk(read_only)] Safe }
+/// # struct Calc;
+/// # #[pilotage::language(
+/// #     name = "calc/v1", title = "Arithmetic programs", program = "calc", locator = "json-pointer",
+/// #     capabilities(guides, validate, plan, execute), execution = "immediate", trace = "full",
+/// #     retention = "none", guides = "../examples/calc/guides", codes = CalcCode, risk = CalcRisk,
+/// # )]
+/// # impl Calc {
+/// #     #[loop_tool(validate, name = "validate_calc")]
+/// #     fn validate(&self, program: &Json, v: &mut Validation<CalcCode, CalcRisk>) {
+/// #         if program["op"] != "add" { v.error(CalcCode::UnknownOp, "/op", "only `add` exists"); }
+/// #         v.step("sum", CalcRisk::Safe);
+/// #     }
+/// #     #[loop_tool(execute, name = "run_calc")]
+///     async fn run(&self, program: &Json, run: &mut Run) -> Finish {
+///         let mut sum = 0.0;
+///         for arg in program["args"].as_array().into_iter().flatten() {
+///             if run.is_cancelled() {
+///                 return Finish::partial("stopped");
+///             }
+///             sum += arg.as_f64().unwrap_or(0.0);
+///         }
+///         run.step("sum").input(program["args"].clone()).output(json!(sum)).succeeded();
+///         Finish::output(json!({ "sum": sum }))
+///     }
+/// # }
+///
+/// let ran = pilotage::testkit::Kit::new(Calc).execute(&json!({"op": "add", "args": [1, 2]}));
+/// assert!(ran.ok());
+/// assert_eq!(ran.ids(), ["sum"]);
+/// assert_eq!(ran.output(), Some(&json!({"sum": 3.0})));
+/// ```
 pub struct Run<S: RunStatus = NoStatus> {
     request: ExecuteRequest,
     recorder: Recorder,
@@ -80,7 +123,8 @@ pub struct Run<S: RunStatus = NoStatus> {
 }
 
 impl<S: RunStatus> Run<S> {
-    /// A sink for `request` writing to `recorder`.
+    /// A sink for `request` writing to `recorder` (the runtime makes the Runs).
+    #[doc(hidden)]
     pub fn new(request: &ExecuteRequest, recorder: Recorder) -> Self {
         Run { request: request.clone(), recorder, _status: PhantomData }
     }
@@ -88,7 +132,10 @@ impl<S: RunStatus> Run<S> {
     pub fn run_id(&self) -> &str {
         &self.request.run_id
     }
-    /// The request input.
+    /// The caller's `input`: always a JSON object when present (the tool's `inputSchema`
+    /// advertises `{"type": "object"}`, and any other value is refused with JSON-RPC `-32602`
+    /// before the engine runs); `None` when the call gave none. With `no_input` on the execute
+    /// tool, a call that gives one is refused.
     pub fn input(&self) -> Option<&Value> {
         self.request.input.as_deref()
     }

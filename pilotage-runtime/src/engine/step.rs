@@ -20,6 +20,46 @@ pub struct OpenStep {
 }
 
 /// A step being recorded; end it with [`StepBuilder::succeeded`] or [`StepBuilder::failed`].
+///
+/// From [`Run::step`](super::Run::step): what it was given ([`input`](Self::input)), what it
+/// produced ([`output`](Self::output)), which catalog entry it called ([`calls`](Self::calls)),
+/// then how it ended. A failed step names its status, a reserved one
+/// ([`Failure::Error`]) or one of the Language's `statuses`:
+///
+/// ```
+/// # use pilotage::prelude::*;
+/// # #[derive(Clone, Copy, pilotage::Codes)]
+/// # enum CalcCode { UnknownOp }
+/// # #[derive(Clone, Copy, pilotage::RiskLevels)]
+/// # enum CalcRisk { #[risk(read_only)] Safe }
+/// # struct Calc;
+/// # #[pilotage::language(
+/// #     name = "calc/v1", title = "Arithmetic programs", program = "calc", locator = "json-pointer",
+/// #     capabilities(guides, validate, plan, execute), execution = "immediate", trace = "full",
+/// #     retention = "none", guides = "../examples/calc/guides", codes = CalcCode, risk = CalcRisk,
+/// # )]
+/// # impl Calc {
+/// #     #[loop_tool(validate, name = "validate_calc")]
+/// #     fn validate(&self, program: &Json, v: &mut Validation<CalcCode, CalcRisk>) {
+/// #         if program["op"] != "add" { v.error(CalcCode::UnknownOp, "/op", "only `add` exists"); }
+/// #         v.step("sum", CalcRisk::Safe);
+/// #     }
+/// #     #[loop_tool(execute, name = "run_calc")]
+///     async fn run(&self, program: &Json, run: &mut Run) -> Finish {
+///         let args = program["args"].clone();
+///         if args.as_array().is_some_and(|a| a.iter().any(|v| !v.is_number())) {
+///             run.step("sum").input(args).failed(Failure::Error, "every argument is a number");
+///             return Finish::error("a step failed");
+///         }
+///         run.step("sum").input(args).output(json!(0)).succeeded();
+///         Finish::done()
+///     }
+/// # }
+///
+/// let ran = pilotage::testkit::Kit::new(Calc).execute(&json!({"op": "add", "args": ["x"]}));
+/// assert!(!ran.ok());
+/// assert_eq!(ran.ids(), ["sum"]);
+/// ```
 #[must_use = "finish the step with succeeded() or failed()"]
 pub struct StepBuilder<'r, S: RunStatus> {
     recorder: &'r Recorder,
@@ -82,7 +122,7 @@ impl<S: RunStatus> StepBuilder<'_, S> {
         );
     }
     /// Record the step now, before the work it stands for (a sub-program call whose internal
-    /// entries follow it keeps its place in execution order); end it with [`Run::finish_step`].
+    /// entries follow it keeps its place in execution order); end it with [`Run::finish_step`](super::Run::finish_step).
     pub fn open(self) -> OpenStep {
         let started = self.started;
         let mut st = self.recorder.state();

@@ -31,6 +31,7 @@ pub struct ValidateRequest {
     pub caller: Caller,
 }
 
+#[doc(hidden)] // the runtime's, not an engine author's
 /// Untyped engine findings, produced by [`Validation::finish`].
 #[derive(Clone, Debug, Default)]
 pub struct ValidationCore {
@@ -77,6 +78,46 @@ pub(crate) fn counting_steps<T>(f: impl FnOnce() -> T) -> T {
 ///
 /// Codes are `C` and risk levels `R`, so a value outside the Language's closed sets cannot be
 /// written. The engine states facts; the runtime derives `valid`, `max_risk_hints` and the rest.
+///
+/// A validate method reports each finding at a locator (a JSON Pointer from `&str`, `String` or
+/// `&String`, or a [`TextRange`](crate::model::diagnostic::TextRange)) and plans one step per
+/// unit of work with its risk level:
+///
+/// ```
+/// # use pilotage::prelude::*;
+/// # #[derive(Clone, Copy, pilotage::Codes)]
+/// # enum CalcCode { UnknownOp }
+/// # #[derive(Clone, Copy, pilotage::RiskLevels)]
+/// # enum CalcRisk { #[risk(read_only)] Safe }
+/// # struct Calc;
+/// # #[pilotage::language(
+/// #     name = "calc/v1", title = "Arithmetic programs", program = "calc", locator = "json-pointer",
+/// #     capabilities(guides, validate, plan, execute), execution = "immediate", trace = "full",
+/// #     retention = "none", guides = "../examples/calc/guides", codes = CalcCode, risk = CalcRisk,
+/// # )]
+/// # impl Calc {
+/// #     #[loop_tool(validate, name = "validate_calc")]
+///     fn validate(&self, program: &Json, v: &mut Validation<CalcCode, CalcRisk>) {
+///         if program["op"] != "add" {
+///             v.error(CalcCode::UnknownOp, "/op", "only `add` exists").hint("use \"add\"");
+///         }
+///         for (i, _) in program["args"].as_array().into_iter().flatten().enumerate() {
+///             v.step(format!("arg{i}"), CalcRisk::Safe);
+///         }
+///     }
+/// #     #[loop_tool(execute, name = "run_calc")]
+/// #     async fn run(&self, program: &Json, run: &mut Run) -> Finish {
+/// #         let sum: f64 = program["args"].as_array().into_iter().flatten().filter_map(Json::as_f64).sum();
+/// #         run.step("sum").output(json!(sum)).succeeded();
+/// #         Finish::output(json!({ "sum": sum }))
+/// #     }
+/// # }
+///
+/// let mut kit = pilotage::testkit::Kit::new(Calc);
+/// assert!(!kit.validate(&json!({"op": "mul", "args": [1, 2]})).valid); // from the error's severity
+/// let verdict = kit.validate(&json!({"op": "add", "args": [1, 2]}));
+/// assert_eq!(verdict.plan.map(|p| p.steps.len()), Some(2)); // a valid program's plan
+/// ```
 pub struct Validation<C: DiagnosticCode, R: RiskLevel> {
     request: ValidateRequest,
     core: ValidationCore,
@@ -224,6 +265,7 @@ impl<C: DiagnosticCode, R: RiskLevel> Validation<C, R> {
     pub fn has_errors(&self) -> bool {
         self.core.left_out_error || self.core.diagnostics.iter().any(|d| d.severity == Severity::Error)
     }
+    #[doc(hidden)] // the runtime's, not an engine author's
     /// Hand the findings to the runtime.
     pub fn finish(self) -> ValidationCore {
         self.core

@@ -30,6 +30,19 @@ impl TextRange {
 }
 
 /// Where a diagnostic applies: a JSON Pointer, or a text range.
+///
+/// `Validation::error`, `warning` and `constraint` take `impl Into<Locator>`: a pointer from
+/// `&str`, `String` or `&String` (for `locator = "json-pointer"`), a range from
+/// [`TextRange`] (for `locator = "text-range"`).
+///
+/// ```
+/// use pilotage_runtime::model::diagnostic::{Locator, TextRange};
+///
+/// let path = format!("/steps/{}", 3);
+/// assert_eq!(Locator::from(&path), Locator::Pointer("/steps/3".into()));
+/// assert_eq!(Locator::from("/op"), Locator::Pointer("/op".into()));
+/// assert!(matches!(Locator::from(TextRange::new(1, 1, 1, 7)), Locator::Range(_)));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum Locator {
@@ -47,6 +60,11 @@ impl From<&str> for Locator {
 impl From<String> for Locator {
     fn from(p: String) -> Self {
         Locator::Pointer(p)
+    }
+}
+impl From<&String> for Locator {
+    fn from(p: &String) -> Self {
+        Locator::Pointer(p.clone())
     }
 }
 impl From<TextRange> for Locator {

@@ -117,7 +117,7 @@ pub struct ValidateResponse {
 
 impl PlanStep {
     /// This step as `serde_json::to_value` writes it, with its id and risk moved into place
-    /// rather than copied (see [`super::moved`]).
+    /// rather than copied (the crate-private `model::moved`).
     pub fn into_value(mut self) -> Value {
         let id = Value::String(std::mem::take(&mut self.id));
         let risk = Value::String(std::mem::take(&mut self.risk));

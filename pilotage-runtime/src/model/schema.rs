@@ -138,9 +138,23 @@ fn integer_range(format: &str) -> Option<(Option<i64>, Option<i64>)> {
 }
 
 /// The schemars [`Transform`] behind [`standardize`]: a `format` outside
-/// [`STANDARD_FORMATS`] is removed, an integer one replaced by its range. It reaches every
-/// subschema (`properties`, `$defs`, `anyOf`, `items`, ...), never a property merely named
-/// `format`. Add it to a generator with `SchemaSettings::with_transform(StandardFormats)`.
+/// [`STANDARD_FORMATS`] is removed, an integer one replaced by its range, and a `type` array
+/// (schemars writes `Option<String>` as `{"type": ["string", "null"]}`, which several model
+/// providers refuse in a tool schema) becomes the same set of values written with `anyOf`, one
+/// branch per type (see [`TYPE_SPECIFIC`]). It reaches every subschema (`properties`, `$defs`,
+/// `anyOf`, `items`, ...), never a property merely named `format` or `type`. Add it to a
+/// generator with `SchemaSettings::with_transform(StandardFormats)`.
+///
+/// ```
+/// use pilotage_runtime::model::schema::standardize;
+/// use serde_json::json;
+///
+/// let option = json!({"description": "a name", "type": ["string", "null"], "maxLength": 9});
+/// assert_eq!(
+///     standardize(option),
+///     json!({"description": "a name", "anyOf": [{"type": "string", "maxLength": 9}, {"type": "null"}]})
+/// );
+/// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct StandardFormats;
 
@@ -148,8 +162,85 @@ impl Transform for StandardFormats {
     fn transform(&mut self, schema: &mut Schema) {
         if let Some(object) = schema.as_object_mut() {
             restrict_format(object);
+            split_type_array(object);
         }
         transform_subschemas(self, schema);
+    }
+}
+
+/// The keywords that constrain only values of one JSON type (numbers, strings, arrays or
+/// objects). A `type` array's branches each take them; the others (annotations, `enum`,
+/// `const`, the applicators, `$ref`) stay beside the `anyOf`, where they apply to every value
+/// as they did, so the rewritten schema accepts exactly the values the original accepted.
+pub const TYPE_SPECIFIC: &[&str] = &[
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+    "contentEncoding",
+    "contentMediaType",
+    "contentSchema",
+    "items",
+    "prefixItems",
+    "contains",
+    "minContains",
+    "maxContains",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "unevaluatedItems",
+    "properties",
+    "patternProperties",
+    "additionalProperties",
+    "propertyNames",
+    "required",
+    "minProperties",
+    "maxProperties",
+    "dependentRequired",
+    "dependentSchemas",
+    "unevaluatedProperties",
+];
+
+/// `{"type": [A, B], ...}` as `{"anyOf": [{"type": A, ...}, {"type": B, ...}], ...}`: each
+/// branch gets the type-specific keywords (none for `"null"`); an `anyOf` already there is kept
+/// by moving both under `allOf`.
+fn split_type_array(object: &mut Map<String, Value>) {
+    let Some(Value::Array(types)) = object.get("type") else {
+        return;
+    };
+    let types = types.clone();
+    object.remove("type");
+    let specific: Map<String, Value> =
+        TYPE_SPECIFIC.iter().filter_map(|k| object.remove(*k).map(|v| ((*k).to_owned(), v))).collect();
+    let branches: Vec<Value> = types
+        .into_iter()
+        .map(|t| {
+            let mut branch = Map::new();
+            let nothing_specific = t == "null";
+            branch.insert("type".to_owned(), t);
+            if !nothing_specific {
+                branch.extend(specific.clone());
+            }
+            Value::Object(branch)
+        })
+        .collect();
+    let split = Value::Array(branches);
+    match object.remove("anyOf") {
+        None => {
+            object.insert("anyOf".to_owned(), split);
+        }
+        Some(before) => {
+            let all = object.entry("allOf").or_insert_with(|| Value::Array(Vec::new()));
+            if let Value::Array(all) = all {
+                all.push(serde_json::json!({"anyOf": before}));
+                all.push(serde_json::json!({"anyOf": split}));
+            }
+        }
     }
 }
 
@@ -189,8 +280,33 @@ pub fn standardize(schema: Value) -> Value {
 /// a keyword is not mistaken for one.
 pub fn nonstandard(schema: &Value) -> Vec<String> {
     let mut found = Vec::new();
-    walk(schema, String::new(), &mut found);
+    walk(schema, String::new(), &mut found, nonstandard_at);
     found
+}
+
+/// Every `type` array in `schema` (`#/properties/name: type ["string","null"]`), which several
+/// model providers refuse in a tool schema although JSON Schema allows it; [`standardize`]
+/// rewrites each as an `anyOf`. Empty when there is none.
+pub fn type_arrays(schema: &Value) -> Vec<String> {
+    let mut found = Vec::new();
+    walk(schema, String::new(), &mut found, |keyword, value, at, found| {
+        if keyword == "type" && value.is_array() {
+            found.push(format!("#{at}: type {value}"));
+        }
+    });
+    found
+}
+
+/// What [`nonstandard`] reports of one keyword.
+fn nonstandard_at(keyword: &str, value: &Value, at: &str, found: &mut Vec<String>) {
+    if !KEYWORDS.contains(&keyword) {
+        found.push(format!("#{at}: keyword `{keyword}`"));
+    } else if keyword == "format" {
+        match value.as_str() {
+            Some(f) if STANDARD_FORMATS.contains(&f) => {}
+            _ => found.push(format!("#{at}: format {}", shown(value))),
+        }
+    }
 }
 
 /// Keywords whose value is a schema, a map of schemas or an array of schemas.
@@ -210,28 +326,28 @@ const ONE: &[&str] = &[
 const MAP: &[&str] = &["$defs", "properties", "patternProperties", "dependentSchemas"];
 const ARRAY: &[&str] = &["prefixItems", "allOf", "anyOf", "oneOf"];
 
-fn walk(schema: &Value, at: String, found: &mut Vec<String>) {
+/// Calls `visit(keyword, value, at, found)` on every keyword of `schema` and of its subschemas.
+fn walk(
+    schema: &Value,
+    at: String,
+    found: &mut Vec<String>,
+    visit: fn(&str, &Value, &str, &mut Vec<String>),
+) {
     let Value::Object(object) = schema else {
         return;
     };
     for (keyword, value) in object {
+        visit(keyword, value, &at, found);
         let here = format!("{at}/{}", keyword.replace('~', "~0").replace('/', "~1"));
-        if !KEYWORDS.contains(&keyword.as_str()) {
-            found.push(format!("#{at}: keyword `{keyword}`"));
-        } else if keyword == "format" {
-            match value.as_str() {
-                Some(f) if STANDARD_FORMATS.contains(&f) => {}
-                _ => found.push(format!("#{at}: format {}", shown(value))),
-            }
-        } else if ONE.contains(&keyword.as_str()) {
-            walk(value, here, found);
+        if ONE.contains(&keyword.as_str()) {
+            walk(value, here, found, visit);
         } else if MAP.contains(&keyword.as_str()) {
             for (name, sub) in value.as_object().into_iter().flatten() {
-                walk(sub, format!("{here}/{}", name.replace('~', "~0").replace('/', "~1")), found);
+                walk(sub, format!("{here}/{}", name.replace('~', "~0").replace('/', "~1")), found, visit);
             }
         } else if ARRAY.contains(&keyword.as_str()) {
             for (i, sub) in value.as_array().into_iter().flatten().enumerate() {
-                walk(sub, format!("{here}/{i}"), found);
+                walk(sub, format!("{here}/{i}"), found, visit);
             }
         }
     }
@@ -323,6 +439,62 @@ mod tests {
                 "#/properties/n/anyOf/1: format 7",
                 "#/$defs/D/items: format `uint`",
             ]
+        );
+    }
+
+    #[test]
+    fn a_type_array_becomes_an_any_of_that_accepts_the_same_values() {
+        let cases = [
+            (
+                json!({"type": ["integer", "null"], "minimum": 0, "maximum": 255, "default": 3}),
+                json!({"default": 3, "anyOf": [{"type": "integer", "minimum": 0, "maximum": 255}, {"type": "null"}]}),
+            ),
+            (
+                json!({"type": ["string", "number"], "enum": ["a", 1], "minLength": 1}),
+                json!({"enum": ["a", 1], "anyOf": [{"type": "string", "minLength": 1}, {"type": "number", "minLength": 1}]}),
+            ),
+            (
+                json!({"type": ["object", "null"], "anyOf": [{"required": ["a"]}, {"const": null}], "properties": {"a": {"type": ["string", "null"]}}}),
+                json!({"allOf": [
+                    {"anyOf": [{"required": ["a"]}, {"const": null}]},
+                    {"anyOf": [{"type": "object", "properties": {"a": {"anyOf": [{"type": "string"}, {"type": "null"}]}}}, {"type": "null"}]}
+                ]}),
+            ),
+            (
+                json!({"properties": {"type": {"type": "string"}}}),
+                json!({"properties": {"type": {"type": "string"}}}),
+            ),
+        ];
+        for (schema, expected) in cases {
+            let got = standardize(schema.clone());
+            assert_eq!(got, expected, "{schema}");
+            assert_eq!(type_arrays(&got), Vec::<String>::new());
+            let (before, after) =
+                (jsonschema::validator_for(&schema).unwrap(), jsonschema::validator_for(&got).unwrap());
+            let values = [
+                json!(null),
+                json!("a"),
+                json!(""),
+                json!(1),
+                json!(300),
+                json!({}),
+                json!({"a": 1}),
+                json!({"a": "x"}),
+                json!([]),
+            ];
+            for v in values {
+                assert_eq!(before.is_valid(&v), after.is_valid(&v), "{schema} on {v}");
+            }
+        }
+    }
+
+    #[test]
+    fn type_arrays_are_found_at_any_depth_and_only_there() {
+        let schema = json!({"type": ["object", "null"], "properties": {"type": {"type": "string"},
+            "n": {"items": {"type": ["integer", "null"]}}}});
+        assert_eq!(
+            type_arrays(&schema),
+            ["#: type [\"object\",\"null\"]", "#/properties/n/items: type [\"integer\",\"null\"]"]
         );
     }
 

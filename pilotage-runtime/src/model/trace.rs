@@ -52,7 +52,7 @@ pub struct TraceStep {
 
 impl TraceStep {
     /// This step as `serde_json::to_value` writes it, with its id, input and output moved into
-    /// place rather than copied (see [`super::moved`]).
+    /// place rather than copied (the crate-private `model::moved`).
     pub fn into_value(mut self) -> Value {
         let id = std::mem::take(&mut self.id);
         // Null placeholders keep the members (and their order) that the moved values fill.

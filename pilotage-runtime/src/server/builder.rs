@@ -43,7 +43,47 @@ impl std::fmt::Display for BuildError {
 
 impl std::error::Error for BuildError {}
 
-/// Builds a [`Server`].
+/// Builds a [`Server`]: each [`language`](ServerBuilder::language) adds an engine, and the
+/// settings after it ([`limits`](ServerBuilder::limits)) apply to that engine; the others
+/// (state, authenticator, statelessness, bounds) to the whole server. [`build`](ServerBuilder::build)
+/// refuses an inconsistent server with every problem listed.
+///
+/// ```
+/// # use pilotage::prelude::*;
+/// # #[derive(Clone, Copy, pilotage::Codes)]
+/// # enum CalcCode { UnknownOp }
+/// # #[derive(Clone, Copy, pilotage::RiskLevels)]
+/// # enum CalcRisk { #[risk(read_only)] Safe }
+/// # struct Calc;
+/// # #[pilotage::language(
+/// #     name = "calc/v1", title = "Arithmetic programs", program = "calc", locator = "json-pointer",
+/// #     capabilities(guides, validate, plan, execute), execution = "immediate", trace = "full",
+/// #     retention = "none", guides = "../examples/calc/guides", codes = CalcCode, risk = CalcRisk,
+/// # )]
+/// # impl Calc {
+/// #     #[loop_tool(validate, name = "validate_calc")]
+/// #     fn validate(&self, program: &Json, v: &mut Validation<CalcCode, CalcRisk>) {
+/// #         if program["op"] != "add" { v.error(CalcCode::UnknownOp, "/op", "only `add` exists"); }
+/// #         v.step("sum", CalcRisk::Safe);
+/// #     }
+/// #     #[loop_tool(execute, name = "run_calc")]
+/// #     async fn run(&self, program: &Json, run: &mut Run) -> Finish {
+/// #         let sum: f64 = program["args"].as_array().into_iter().flatten().filter_map(Json::as_f64).sum();
+/// #         run.step("sum").output(json!(sum)).succeeded();
+/// #         Finish::output(json!({ "sum": sum }))
+/// #     }
+/// # }
+/// use std::time::Duration;
+///
+/// let server = Server::builder()
+///     .name("calc", "0.1.0")
+///     .language(|| Calc)
+///     .limits(Limits { validate_time: Duration::from_millis(500), ..Limits::default() })
+///     .max_engine_calls(8)
+///     .build()?;
+/// # let _ = server;
+/// # Ok::<(), pilotage::BuildError>(())
+/// ```
 #[derive(Default)]
 pub struct ServerBuilder {
     name: Option<(String, String)>,

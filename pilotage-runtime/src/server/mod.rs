@@ -96,6 +96,42 @@ impl Shared {
 
 /// A built Pilotage server: hand out [`Server::handler`]s or serve a transport directly (see
 /// [`crate::transport`]).
+///
+/// Built with [`Server::builder`], from one factory per Language; `build` checks what only the
+/// assembled server can know (tool names shared between engines, retention against the store)
+/// before any request:
+///
+/// ```
+/// # use pilotage::prelude::*;
+/// # #[derive(Clone, Copy, pilotage::Codes)]
+/// # enum CalcCode { UnknownOp }
+/// # #[derive(Clone, Copy, pilotage::RiskLevels)]
+/// # enum CalcRisk { #[risk(read_only)] Safe }
+/// # struct Calc;
+/// # #[pilotage::language(
+/// #     name = "calc/v1", title = "Arithmetic programs", program = "calc", locator = "json-pointer",
+/// #     capabilities(guides, validate, plan, execute), execution = "immediate", trace = "full",
+/// #     retention = "none", guides = "../examples/calc/guides", codes = CalcCode, risk = CalcRisk,
+/// # )]
+/// # impl Calc {
+/// #     #[loop_tool(validate, name = "validate_calc")]
+/// #     fn validate(&self, program: &Json, v: &mut Validation<CalcCode, CalcRisk>) {
+/// #         if program["op"] != "add" { v.error(CalcCode::UnknownOp, "/op", "only `add` exists"); }
+/// #         v.step("sum", CalcRisk::Safe);
+/// #     }
+/// #     #[loop_tool(execute, name = "run_calc")]
+/// #     async fn run(&self, program: &Json, run: &mut Run) -> Finish {
+/// #         let sum: f64 = program["args"].as_array().into_iter().flatten().filter_map(Json::as_f64).sum();
+/// #         run.step("sum").output(json!(sum)).succeeded();
+/// #         Finish::output(json!({ "sum": sum }))
+/// #     }
+/// # }
+/// let server = Server::builder().name("calc", "0.1.0").language(|| Calc).build()?;
+/// assert_eq!(server.manifest()["languages"][0]["name"], "calc/v1");
+/// // then: server.serve_stdio().await?, or (feature `http`)
+/// // server.serve_http("127.0.0.1:8787".parse()?, HttpOptions::default()).await?
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone)]
 pub struct Server {
     shared: Arc<Shared>,

@@ -367,6 +367,28 @@ async fn catalogs_are_shared_between_replicas(store: &dyn SharedState, replica: 
     assert_eq!(changes(store, &other, &all[0], next).await, None, "not in its chain");
 }
 
+/// The environment variable `cargo xtask test` (and so CI) sets: a test whose outside service
+/// (PostgreSQL, the official client SDKs) is missing fails instead of skipping.
+pub const REQUIRE_SERVICES: &str = "PILOTAGE_REQUIRE_SERVICES";
+
+/// Whether the test `test`, which needs `service`, may run: `missing` says why the service is
+/// not there (`None` when it is). A missing service skips the test: this says so on stderr,
+/// past the test harness's capture, with the command that provides it, and answers `false`
+/// (the test returns at once). With [`REQUIRE_SERVICES`] set, a missing service panics instead:
+/// under `cargo xtask test` nothing skips.
+pub fn service_or_skip(test: &str, service: &str, missing: Option<String>) -> bool {
+    use std::io::Write;
+    let Some(why) = missing else { return true };
+    if std::env::var_os(REQUIRE_SERVICES).is_some() {
+        panic!("{test} needs {service}, and {REQUIRE_SERVICES} is set: {why}");
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "skipped {test}: it needs {service} ({why}); `cargo xtask test` provides it and runs every test"
+    );
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -400,6 +422,34 @@ pub fn test_postgres_url() -> String {
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
 }
 
+/// [`service_or_skip`] for PostgreSQL at [`test_postgres_url`]: missing when no server accepts a
+/// TCP connection at the URL's host and port within 2 s.
+#[cfg(feature = "postgres")]
+pub fn postgres_or_skip(test: &str) -> bool {
+    let url = test_postgres_url();
+    service_or_skip(test, "PostgreSQL", postgres_unreachable(&url))
+}
+
+#[cfg(feature = "postgres")]
+fn postgres_unreachable(url: &str) -> Option<String> {
+    use std::net::{TcpStream, ToSocketAddrs};
+    let config: tokio_postgres::Config = match url.parse() {
+        Ok(config) => config,
+        Err(e) => return Some(format!("PILOTAGE_TEST_POSTGRES={url} is not a connection URL: {e}")),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    for host in config.get_hosts() {
+        let tokio_postgres::config::Host::Tcp(name) = host else { return None };
+        let addrs = (name.as_str(), port).to_socket_addrs().into_iter().flatten();
+        for addr in addrs {
+            if TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(2)).is_ok() {
+                return None;
+            }
+        }
+    }
+    Some(format!("no server answers at {url}; set PILOTAGE_TEST_POSTGRES to use another"))
+}
+
 /// A [`PostgresState`](super::PostgresState) on the test server, or a panic saying how to
 /// provide one (the PostgreSQL tests never skip silently).
 #[cfg(feature = "postgres")]
@@ -414,7 +464,7 @@ pub async fn test_postgres() -> super::PostgresState {
 #[cfg(feature = "postgres")]
 fn no_postgres(url: &str, e: impl std::fmt::Display) -> ! {
     panic!(
-        "no PostgreSQL answers at {url} ({e}). Start one (`.ci/run` installs and starts PostgreSQL 15 \
+        "no PostgreSQL answers at {url} ({e}). Start one (`cargo xtask test` installs and starts PostgreSQL \
          where missing) or point PILOTAGE_TEST_POSTGRES at a server where the user may create tables \
          and schemas."
     )
@@ -473,6 +523,9 @@ mod postgres_tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn postgres_state_passes_the_suite() {
         // A schema of its own: the shared test database may hold another build's schema.
+        if !postgres_or_skip("postgres_state_passes_the_suite") {
+            return;
+        }
         let schema = TestSchema::create("suite").await;
         state_suite(Arc::new(crate::state::PostgresState::connect(&schema.url).await.unwrap())).await;
         schema.drop_all().await;
@@ -480,6 +533,9 @@ mod postgres_tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn two_postgres_replicas_pass_the_replica_suite() {
+        if !postgres_or_skip("two_postgres_replicas_pass_the_replica_suite") {
+            return;
+        }
         let schema = TestSchema::create("replica").await;
         let connect = || crate::state::PostgresState::connect(&schema.url);
         replica_suite(Arc::new(connect().await.unwrap()), Arc::new(connect().await.unwrap())).await;
@@ -489,6 +545,9 @@ mod postgres_tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn replicas_starting_together_migrate_once() {
         // A schema of its own: the shared test database may hold another build's tables.
+        if !postgres_or_skip("replicas_starting_together_migrate_once") {
+            return;
+        }
         let schema = TestSchema::create("migrate").await;
         let starts: Vec<_> = (0..4)
             .map(|_| {

@@ -22,6 +22,38 @@ use crate::server::{Server, ServerBuilder};
 /// the test reaches through [`Kit::engine`] to arrange or inspect its world.
 ///
 /// Each call is the [`Client`] method of the same name, run to completion.
+///
+/// ```
+/// # use pilotage::prelude::*;
+/// # #[derive(Clone, Copy, pilotage::Codes)]
+/// # enum CalcCode { UnknownOp }
+/// # #[derive(Clone, Copy, pilotage::RiskLevels)]
+/// # enum CalcRisk { #[risk(read_only)] Safe }
+/// # struct Calc;
+/// # #[pilotage::language(
+/// #     name = "calc/v1", title = "Arithmetic programs", program = "calc", locator = "json-pointer",
+/// #     capabilities(guides, validate, plan, execute), execution = "immediate", trace = "full",
+/// #     retention = "none", guides = "../examples/calc/guides", codes = CalcCode, risk = CalcRisk,
+/// # )]
+/// # impl Calc {
+/// #     #[loop_tool(validate, name = "validate_calc")]
+/// #     fn validate(&self, program: &Json, v: &mut Validation<CalcCode, CalcRisk>) {
+/// #         if program["op"] != "add" { v.error(CalcCode::UnknownOp, "/op", "only `add` exists"); }
+/// #         v.step("sum", CalcRisk::Safe);
+/// #     }
+/// #     #[loop_tool(execute, name = "run_calc")]
+/// #     async fn run(&self, program: &Json, run: &mut Run) -> Finish {
+/// #         let sum: f64 = program["args"].as_array().into_iter().flatten().filter_map(Json::as_f64).sum();
+/// #         run.step("sum").output(json!(sum)).succeeded();
+/// #         Finish::output(json!({ "sum": sum }))
+/// #     }
+/// # }
+///
+/// let mut kit = pilotage::testkit::Kit::new(Calc);
+/// assert!(!kit.validate(&json!({"op": "mul"})).valid);
+/// let ran = kit.execute(&json!({"op": "add", "args": [1, 2]}));
+/// assert_eq!(ran.output(), Some(&json!({"sum": 3.0})));
+/// ```
 pub struct Kit<E: Engine> {
     engine: Arc<E>,
     client: Client,

@@ -60,6 +60,23 @@ const LOOPBACK_ORIGINS: [&str; 3] = ["http://localhost:*", "http://127.0.0.1:*",
 /// The connection settings (`max_connections`, `header_read_timeout`) are applied by
 /// [`serve_http`] and [`serve_listener`]; a [`Router`] from [`mcp_service`] mounted elsewhere
 /// gets the others (origins, sessions, body timeout) and its host server sets the rest.
+///
+/// A public deployment names its own hosts and origins and sizes its sessions:
+///
+/// ```
+/// use std::time::Duration;
+/// use pilotage::prelude::*;
+///
+/// let options = HttpOptions {
+///     allowed_hosts: Some(vec!["mcp.example.com".into()]),
+///     allowed_origins: Some(vec!["https://app.example.com:443".into()]),
+///     max_sessions: 4096,
+///     session_idle: Duration::from_secs(600),
+///     ..HttpOptions::default()
+/// };
+/// assert_eq!(options.max_connections, 4096);
+/// // server.serve_http("0.0.0.0:8787".parse()?, options).await?
+/// ```
 #[derive(Clone)]
 pub struct HttpOptions {
     /// `false` (the default): legacy protocol versions get `Mcp-Session-Id`
@@ -104,7 +121,7 @@ pub struct HttpOptions {
     /// default 300 s, rmcp's own default: long enough for the minutes a person or a model
     /// may spend between tool calls, short enough that abandoned sessions free their slot.
     pub session_idle: Duration,
-    /// Verifies every request to the endpoint (see [`auth`](super::auth)): a refused request gets
+    /// Verifies every request to the endpoint (see [`super::auth`]): a refused request gets
     /// HTTP 401 and a `WWW-Authenticate: Bearer` challenge, a verified one carries its
     /// [`Caller`](crate::engine::Caller) in its extensions. `None` (the default): no verification.
     /// [`Server::router`](crate::Server::router) and the `Server::serve_*` methods fill it from

@@ -2,11 +2,11 @@
 //!
 //! rmcp's async read/write transport silently ignores a line that is not JSON, and answers a
 //! line it cannot read as a client message with an error that has no `id`, notifications
-//! included. [`serve_lines`] serves rmcp through a transport of its own, [`Lines`], instead:
+//! included. [`serve_lines`] serves rmcp through a transport of its own, `Lines`, instead:
 //! rmcp's loop asks it for the next message, and it reads lines until one is a client message,
 //! answering the others itself.
 //!
-//! Every line is judged with [`frame::judge`](super::frame::judge): a client message goes to
+//! Every line is judged with `frame::judge`: a client message goes to
 //! rmcp (the line's only parse); anything else is answered as JSON-RPC 2.0 requires (`-32700`
 //! for a line that is not JSON, `-32600`/`-32602` with the request's id, no reply to a
 //! notification), and a `tools/call` nested too deep to parse gets the runtime's
