@@ -3,7 +3,8 @@
 //! statements run in order inside one transaction as the caller's role, under a
 //! `statement_timeout` no longer than the run's own time left. A run that must stop (its
 //! deadline, a cancellation, its step bound) cancels the running statement server-side with
-//! the connection's cancel token, and so does a run the runtime drops. Each statement records
+//! the connection's cancel token, and so does a run the runtime drops (its [`Session`]'s drop,
+//! which also closes the connection and terminates a backend that does not stop). Each statement records
 //! one trace step (`stmt-N`: its SQL and parameters in, a bounded sample of its rows or its
 //! change count out), then one step per relation or function it reaches (`stmt-N.ref-K`). The
 //! first failing statement ends the run and rolls everything back.
@@ -20,8 +21,9 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{CancelToken, NoTls, Transaction};
 
 use super::check::{self, Checked};
-use super::db::{self, Db, PgError};
+use super::db::{Db, PgError};
 use super::placeholders::bind;
+use super::session::Session;
 use super::values::{Cell, Text};
 use super::{PgCode, PgRisk, PgStatus};
 
@@ -194,24 +196,28 @@ pub async fn execute(db: &Arc<Db>, program: &Json, run: &mut Run<PgStatus>) -> F
     };
     let signal = Signal::current();
     let timeout = statement_timeout(signal.remaining());
-    let role = db.roles.of(run.caller());
-    let mut client = match db.client().await {
-        Ok(c) => c,
+    let role = match db.roles.of(run.caller()) {
+        Ok(role) => role,
         Err(e) => return Finish::error(e.message),
     };
-    let guard = Canceller { db: db.clone(), token: client.cancel_token() };
-    let tx = match client.transaction().await {
-        Ok(tx) => tx,
-        Err(e) => return Finish::error(format!("cannot open the transaction: {e}")),
+    // Dropped before it ends (the run's bound, the client gone), the session cancels its
+    // statement on the server and closes its connection.
+    let mut session = match Session::connect(db).await {
+        Ok(s) => s,
+        Err(e) => return Finish::error(e.message),
     };
-    if let Err(e) = db::begin(&tx, &db.session_sql(role.as_deref(), timeout), role.as_deref()).await {
-        return Finish::error(e.message);
-    }
+    let guard = Canceller { db: db.clone(), token: session.cancel_token() };
+    let tx = match session.begin(role.as_deref(), timeout).await {
+        Ok(tx) => tx,
+        Err(e) => return Finish::error(e.message),
+    };
     let stop = run.stop_signal();
     let mut last = Json::Null;
     for (i, c) in checked.iter().enumerate() {
         if run.should_stop() {
-            let _ = tx.rollback().await;
+            if tx.rollback().await.is_ok() {
+                session.ended();
+            }
             return Finish::partial(format!(
                 "stopped before {} at the run's bound; the transaction was rolled back: no change persists",
                 c.id
@@ -221,10 +227,11 @@ pub async fn execute(db: &Arc<Db>, program: &Json, run: &mut Run<PgStatus>) -> F
             c.names.iter().map(|n| Text::of(params.get(n).unwrap_or(&Json::Null))).collect();
         let used: serde_json::Map<String, Json> =
             c.names.iter().filter_map(|n| params.get(n).map(|v| (n.clone(), v.clone()))).collect();
-        let input = json!({"sql": c.sql, "params": used});
+        // The step's clock starts with the statement: its t_ms is the statement's time.
+        let step = run.step(&c.id).input(json!({"sql": c.sql, "params": used}));
         match watched(statement(&tx, c, &values), &guard, Some(&stop), &signal).await {
             Ok((output, trace)) => {
-                run.step(&c.id).input(input).output(trace).succeeded();
+                step.output(trace).succeeded();
                 for (k, r) in c.refs.iter().enumerate() {
                     run.step(&format!("{}.ref-{}", c.id, k + 1))
                         .calls(r.entry.clone())
@@ -235,10 +242,11 @@ pub async fn execute(db: &Arc<Db>, program: &Json, run: &mut Run<PgStatus>) -> F
             }
             Err(f) => {
                 let (status, message) = failure(&f, timeout);
-                run.step(&c.id).input(input).failed(status, message.clone());
-                let _ = tx.rollback().await;
-                if f.stopped {
-                    drop(deadpool_postgres::Object::take(client));
+                step.failed(status, message.clone());
+                // A statement the run's bound stopped leaves the session open: its drop closes
+                // the connection after the cancel.
+                if tx.rollback().await.is_ok() && !f.stopped {
+                    session.ended();
                 }
                 let summary = format!(
                     "{} failed: {message}; the transaction was rolled back: no change persists",
@@ -248,7 +256,9 @@ pub async fn execute(db: &Arc<Db>, program: &Json, run: &mut Run<PgStatus>) -> F
             }
         }
     }
-    match tx.commit().await {
+    let committed = tx.commit().await;
+    session.ended();
+    match committed {
         Ok(()) => Finish::output(last),
         Err(e) => Finish::partial(format!(
             "the commit failed: {}; the transaction was rolled back: no change persists",
