@@ -394,3 +394,30 @@ async fn agent_frictions_are_gone() {
     let t_ms = ran["trace"]["steps"][0]["t_ms"].as_u64().unwrap();
     assert!((200..2000).contains(&t_ms), "{ran}");
 }
+
+/// The catalog kept per role serves while nothing it shows changed, and moves with each change
+/// it shows (a column renamed, a comment, a function, a REVOKE); rows never move it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_kept_catalog_moves_with_every_change_it_shows() {
+    let f = Fixture::new("stamp").await;
+    let http = HttpServer::start(&f.server(Some(&f.writer))).await;
+    let mut conn = session(&http).await;
+    let list = json!({"language": "sql/postgres", "verb": "list"});
+    let mut last = conn.call_ok("pilotage_catalog", list.clone()).await["catalog_version"].clone();
+    f.admin("INSERT INTO customers (id, name, email) VALUES (9, 'Nine', 'nine@example.com')").await;
+    assert_eq!(conn.call_ok("pilotage_catalog", list.clone()).await["catalog_version"], last);
+    for change in [
+        "ALTER TABLE customers RENAME COLUMN name TO full_name".to_owned(),
+        "COMMENT ON TABLE orders IS 'one row per order line'".to_owned(),
+        "CREATE FUNCTION answer() RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT 42'".to_owned(),
+        format!("REVOKE DELETE ON orders FROM {}", f.writer),
+    ] {
+        f.admin(&change).await;
+        let now = conn.call_ok("pilotage_catalog", list.clone()).await["catalog_version"].clone();
+        assert_ne!(now, last, "{change}");
+        last = now;
+    }
+    // A statement prepared before the rename is not served from a stale cache.
+    let got = validate(&mut conn, "SELECT full_name FROM customers").await;
+    assert_eq!(got["valid"], true, "{got}");
+}

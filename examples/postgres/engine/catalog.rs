@@ -77,6 +77,26 @@ pub struct Schema {
     pub functions: Vec<Function>,
 }
 
+/// A stamp of everything a role's catalog of `schema` is read from, in one query as the login
+/// role: the schema, its relations, their columns and comments, its functions, role
+/// memberships and whether `role` exists. Any DDL, GRANT, REVOKE, COMMENT or membership change
+/// rewrites one of those rows (a new `xmin`), so an equal stamp means an equal catalog and the
+/// kept snapshot serves: one round trip instead of the introspection's five.
+pub async fn stamp(client: &impl GenericClient, schema: &str, role: Option<&str>) -> Result<String, PgError> {
+    const SQL: &str = "WITH n AS (SELECT oid, xmin FROM pg_namespace WHERE nspname = $1), \
+          r AS (SELECT c.oid, c.xmin FROM pg_class c JOIN n ON c.relnamespace = n.oid) \
+     SELECT concat_ws('|', (SELECT xmin::text FROM n), \
+          (SELECT count(*) || ':' || coalesce(max(xmin::text::bigint), 0) FROM r), \
+          (SELECT count(*) || ':' || coalesce(max(a.xmin::text::bigint), 0) FROM pg_attribute a JOIN r ON a.attrelid = r.oid), \
+          (SELECT count(*) || ':' || coalesce(max(d.xmin::text::bigint), 0) FROM pg_description d JOIN r ON d.objoid = r.oid), \
+          (SELECT count(*) || ':' || coalesce(max(p.xmin::text::bigint), 0) FROM pg_proc p JOIN n ON p.pronamespace = n.oid), \
+          (SELECT count(*) || ':' || coalesce(max(m.xmin::text::bigint), 0) FROM pg_auth_members m), \
+          to_regrole($2)::oid::text)";
+    let role = role.map(ident).unwrap_or_else(|| "current_user".to_owned());
+    let row = client.query_one(SQL, &[&schema, &role]).await?;
+    Ok(row.get::<_, Option<String>>(0).unwrap_or_default())
+}
+
 /// What the current role sees of `schema`: the tables and views it holds any privilege on
 /// (with their columns) and the functions it may execute.
 pub async fn introspect(client: &impl GenericClient, schema: &str) -> Result<Schema, PgError> {

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
@@ -15,7 +15,7 @@ use tokio_postgres::NoTls;
 /// The claim of a verified caller that names its database role, unless configured otherwise.
 pub const DEFAULT_ROLE_CLAIM: &str = "pg_role";
 
-/// Refused roles remembered at most (the map starts afresh past it).
+/// Refused roles, and roles' catalogs, remembered at most (each map starts afresh past it).
 const MAX_REFUSALS: usize = 1024;
 
 /// How long a pooled connection is waited for, or a new one made.
@@ -78,6 +78,8 @@ pub struct Db {
     pub roles: Roles,
     /// Role (`""`: the login role) → why its last transaction was refused.
     refused: Mutex<HashMap<String, String>>,
+    /// Role (`""`: the login role) → the catalog stamp it was read at, and the snapshot.
+    catalogs: Mutex<HashMap<String, (String, Arc<CatalogSnapshot>)>>,
 }
 
 impl Drop for Db {
@@ -166,8 +168,14 @@ impl Db {
                 .build()
                 .map_err(|e| e.to_string())?
         };
-        let db =
-            Db { runtime: Some(runtime), pool, schema: schema.to_owned(), roles, refused: Mutex::default() };
+        let db = Db {
+            runtime: Some(runtime),
+            pool,
+            schema: schema.to_owned(),
+            roles,
+            refused: Mutex::default(),
+            catalogs: Mutex::default(),
+        };
         let name = schema.to_owned();
         let found = db.block(|c| async move {
             let row = c.query_opt("SELECT 1 FROM pg_namespace WHERE nspname = $1", &[&name]).await?;
@@ -205,6 +213,26 @@ impl Db {
                 refused.remove(&key);
             }
         }
+    }
+
+    /// The snapshot of `role` read at `stamp`, if it is the one kept.
+    pub fn cached_catalog(&self, role: Option<&str>, stamp: &str) -> Option<Arc<CatalogSnapshot>> {
+        let catalogs = self.catalogs.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        catalogs.get(role.unwrap_or_default()).filter(|(s, _)| s == stamp).map(|(_, snap)| snap.clone())
+    }
+
+    /// Keep `snapshot`, read as `role` at `stamp`. A stamp that moved (DDL, GRANT, REVOKE,
+    /// COMMENT, role membership) also empties every connection's prepared statements.
+    pub fn keep_catalog(&self, role: Option<&str>, stamp: String, snapshot: Arc<CatalogSnapshot>) {
+        let mut catalogs = self.catalogs.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let key = role.unwrap_or_default().to_owned();
+        if catalogs.get(&key).is_some_and(|(s, _)| *s != stamp) {
+            self.pool.manager().statement_caches.clear();
+        }
+        if catalogs.len() >= MAX_REFUSALS && !catalogs.contains_key(&key) {
+            catalogs.clear();
+        }
+        catalogs.insert(key, (stamp, snapshot));
     }
 
     /// Why the last transaction as `role` was refused, if it was.

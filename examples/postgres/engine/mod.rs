@@ -192,18 +192,28 @@ impl Pg {
                 return Arc::new(CatalogSnapshot::new(Vec::new()));
             }
         };
-        let (db, schema) = (self.db.clone(), self.db.schema.clone());
+        let (db, schema, who) = (self.db.clone(), self.db.schema.clone(), role.clone());
         let seen = self.db.block(move |client| async move {
+            let stamp = catalog::stamp(&**client, &schema, who.as_deref()).await?;
+            if let Some(kept) = db.cached_catalog(who.as_deref(), &stamp) {
+                return Ok((stamp, Some(kept), None));
+            }
             let mut session = Session::new(db, client);
-            let tx = session.begin(role.as_deref(), check::VALIDATE_TIMEOUT).await?;
-            let seen = catalog::introspect(&tx, &schema).await;
+            let tx = session.begin(who.as_deref(), check::VALIDATE_TIMEOUT).await?;
+            let seen = catalog::introspect(&*tx, &schema).await;
             if tx.rollback().await.is_ok() {
                 session.ended();
             }
-            seen
+            Ok((stamp, None, Some(seen?)))
         });
         match seen {
-            Ok(schema) => Arc::new(CatalogSnapshot::new(schema.entries())),
+            Ok((_, Some(kept), _)) => kept,
+            Ok((stamp, None, schema)) => {
+                let snapshot =
+                    Arc::new(CatalogSnapshot::new(schema.map(|s| s.entries()).unwrap_or_default()));
+                self.db.keep_catalog(role.as_deref(), stamp, snapshot.clone());
+                snapshot
+            }
             Err(e) => {
                 tracing::warn!(caller = %caller.id, error = %e, "no catalog for the caller");
                 Arc::new(CatalogSnapshot::new(Vec::new()))

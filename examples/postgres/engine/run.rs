@@ -1,5 +1,6 @@
-//! Execution: the program is checked again exactly as validation checks it (same statements,
-//! same identifiers, the caller's role), `input` is bound to the `:name` placeholders, and the
+//! Execution: the program is analyzed again as validation's first pass does (same statements,
+//! same identifiers, the caller's role; the runtime admitted it against the caller's current
+//! catalog version, and PostgreSQL prepares each statement as it runs), `input` is bound to the `:name` placeholders, and the
 //! statements run in order inside one transaction as the caller's role, under a
 //! `statement_timeout` no longer than the run's own time left. A run that must stop (its
 //! deadline, a cancellation, its step bound) cancels the running statement server-side with
@@ -13,12 +14,13 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use deadpool_postgres::Transaction;
 use pilotage::engine::call::json_size;
 use pilotage::engine::run::StopSignal;
 use pilotage::engine::{Budget, Failure, Signal, ValidateRequest};
 use pilotage::prelude::*;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{CancelToken, NoTls, Transaction};
+use tokio_postgres::{CancelToken, NoTls};
 
 use super::check::{self, Checked};
 use super::db::{Db, PgError};
@@ -91,13 +93,18 @@ pub(crate) async fn watched<T>(
 
 /// Run one checked statement; its output (rows up to [`ROW_LIMIT`]) and its trace output
 /// (the first [`SAMPLE_ROWS`]).
-async fn statement(tx: &Transaction<'_>, c: &Checked, params: &[Text]) -> Result<(Json, Json), Failed> {
+async fn statement(
+    tx: &Transaction<'_>,
+    c: &Checked,
+    cacheable: bool,
+    params: &[Text],
+) -> Result<(Json, Json), Failed> {
     if c.ddl {
         tx.batch_execute(&c.pg_sql).await?;
         let out = json!({"done": true});
         return Ok((out.clone(), out));
     }
-    let st = tx.prepare(&c.pg_sql).await?;
+    let st = if cacheable { tx.prepare_cached(&c.pg_sql).await? } else { tx.prepare(&c.pg_sql).await? };
     let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
     if st.columns().is_empty() {
         let n = tx.execute(&st, &refs).await?;
@@ -180,7 +187,7 @@ pub async fn execute(db: &Arc<Db>, program: &Json, run: &mut Run<PgStatus>) -> F
         caller: run.caller().clone(),
     };
     let mut v = Validation::<PgCode, PgRisk>::new(&request);
-    let checked = check::check(db, program, &mut v);
+    let checked = check::analyzed(db, program, &mut v);
     if v.has_errors() {
         return Finish::error("the program no longer validates against the database");
     }
@@ -212,6 +219,7 @@ pub async fn execute(db: &Arc<Db>, program: &Json, run: &mut Run<PgStatus>) -> F
         Err(e) => return Finish::error(e.message),
     };
     let stop = run.stop_signal();
+    let cacheable = !checked.iter().any(|c| c.ddl);
     let mut last = Json::Null;
     for (i, c) in checked.iter().enumerate() {
         if run.should_stop() {
@@ -229,7 +237,7 @@ pub async fn execute(db: &Arc<Db>, program: &Json, run: &mut Run<PgStatus>) -> F
             c.names.iter().filter_map(|n| params.get(n).map(|v| (n.clone(), v.clone()))).collect();
         // The step's clock starts with the statement: its t_ms is the statement's time.
         let step = run.step(&c.id).input(json!({"sql": c.sql, "params": used}));
-        match watched(statement(&tx, c, &values), &guard, Some(&stop), &signal).await {
+        match watched(statement(&tx, c, cacheable, &values), &guard, Some(&stop), &signal).await {
             Ok((output, trace)) => {
                 step.output(trace).succeeded();
                 for (k, r) in c.refs.iter().enumerate() {

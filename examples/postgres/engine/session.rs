@@ -11,9 +11,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio_postgres::{CancelToken, NoTls, SimpleQueryMessage, Transaction};
+use deadpool_postgres::Transaction;
+use tokio_postgres::{CancelToken, NoTls, SimpleQueryMessage};
 
 use super::db::{ident, Db, PgError};
+
+/// Prepared statements one connection keeps (its cache starts afresh past it).
+pub const MAX_CACHED_STATEMENTS: usize = 256;
 
 /// How long a cancelled statement may take to stop before its backend is terminated.
 pub const GRACE: Duration = Duration::from_millis(250);
@@ -68,8 +72,10 @@ impl Session {
     /// them), is refused with SQLSTATE 42501; the outcome is remembered for the role (see
     /// [`Db::refusal`]).
     pub async fn begin(&mut self, role: Option<&str>, timeout: Duration) -> Result<Transaction<'_>, PgError> {
-        let client: &mut tokio_postgres::Client =
-            self.client.as_mut().ok_or_else(|| PgError::other("the connection is closed"))?;
+        let client = self.client.as_mut().ok_or_else(|| PgError::other("the connection is closed"))?;
+        if client.statement_cache.size() > MAX_CACHED_STATEMENTS {
+            client.statement_cache.clear();
+        }
         self.open = true;
         let tx = client.transaction().await?;
         let answer = match tx.simple_query(&prologue(&self.db.schema, role, timeout)).await {

@@ -24,9 +24,10 @@ pub(super) struct Estimate {
 /// savepoint, the prepare and the release go out together: one round trip); the estimates of
 /// an `UPDATE`/`DELETE` without placeholders.
 pub(super) async fn ask(
-    tx: &Transaction<'_>,
+    tx: &deadpool_postgres::Transaction<'_>,
     schema: &str,
     c: &Checked,
+    cacheable: bool,
 ) -> Result<Option<Estimate>, PgError> {
     let work = async {
         if c.ddl && c.unparsed.is_some() {
@@ -41,7 +42,10 @@ pub(super) async fn ask(
             };
             tx.batch_execute(&sql).await
         } else {
-            tx.prepare(&c.pg_sql).await.map(|_| ())
+            // A statement this connection prepared before (the cache empties when the catalog
+            // stamp moves) is PostgreSQL's answer already.
+            if cacheable { tx.prepare_cached(&c.pg_sql).await } else { tx.prepare(&c.pg_sql).await }
+                .map(|_| ())
         }
     };
     let (saved, done, released) = tokio::join!(

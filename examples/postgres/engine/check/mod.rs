@@ -123,6 +123,30 @@ pub fn validate(db: &Arc<Db>, program: &Json, v: &mut Validation<PgCode, PgRisk>
 /// Both passes over `program`, findings reported on `v`; the statements that passed (all of
 /// them when `v` has no error).
 pub fn check(db: &Arc<Db>, program: &Json, v: &mut Validation<PgCode, PgRisk>) -> Vec<Checked> {
+    let Some((src, role, first)) = first_pass(db, program, v) else { return Vec::new() };
+    if first.is_empty() || v.is_cancelled() {
+        return Vec::new();
+    }
+    second_pass(db, &src, role, first, v)
+}
+
+/// The first pass only: what a run needs of a program the runtime admitted (validated
+/// against the caller's current catalog version; PostgreSQL prepares each statement again as
+/// it runs).
+pub fn analyzed(db: &Arc<Db>, program: &Json, v: &mut Validation<PgCode, PgRisk>) -> Vec<Checked> {
+    first_pass(db, program, v)
+        .map(|(_, _, first)| first.into_iter().map(|(_, c)| c).collect())
+        .unwrap_or_default()
+}
+
+/// The first pass: the caller's role (refused callers get `permission_denied`) and each
+/// statement that passed; `None` when there is nothing to check further.
+#[allow(clippy::type_complexity)]
+fn first_pass<'p>(
+    db: &Arc<Db>,
+    program: &'p Json,
+    v: &mut Validation<PgCode, PgRisk>,
+) -> Option<(Source<'p>, Option<String>, Vec<(Statement, Checked)>)> {
     let (src, statements) = match text::statements(program, &PostgreSqlDialect {}) {
         Ok(found) => found,
         Err(e) => {
@@ -131,7 +155,7 @@ pub fn check(db: &Arc<Db>, program: &Json, v: &mut Validation<PgCode, PgRisk>) -
             if let Some(h) = e.hint {
                 d.hint(h);
             }
-            return Vec::new();
+            return None;
         }
     };
     let role = match db.roles.of(v.caller()) {
@@ -139,14 +163,14 @@ pub fn check(db: &Arc<Db>, program: &Json, v: &mut Validation<PgCode, PgRisk>) -
         Err(e) => {
             v.error(PgCode::PermissionDenied, src.whole(), e.message)
                 .hint("the server's operator maps callers to database roles (--role-claim, --default-role)");
-            return Vec::new();
+            return None;
         }
     };
     // The catalog read just before, as this role, was refused: say why, not `unknown_table`.
     if let Some(e) = db.refusal(role.as_deref()) {
         v.error(PgCode::PermissionDenied, src.whole(), e.message)
             .hint("ask the database administrator to GRANT the role to the server's login, or the server's operator to map you to another role");
-        return Vec::new();
+        return None;
     }
     let mut names = Names { schema: db.schema.clone(), created: Vec::new(), dropped: Vec::new() };
     let first: Vec<(Statement, Checked)> = statements
@@ -156,17 +180,28 @@ pub fn check(db: &Arc<Db>, program: &Json, v: &mut Validation<PgCode, PgRisk>) -
             Some((stmt, c))
         })
         .collect();
-    if first.is_empty() || v.is_cancelled() {
-        return Vec::new();
-    }
+    Some((src, role, first))
+}
+
+/// The second pass: PostgreSQL's own check of the statements of the first, as the caller's
+/// role; the statements that passed.
+fn second_pass(
+    db: &Arc<Db>,
+    src: &Source<'_>,
+    role: Option<String>,
+    first: Vec<(Statement, Checked)>,
+    v: &mut Validation<PgCode, PgRisk>,
+) -> Vec<Checked> {
     let work: Vec<Checked> = first.iter().map(|(_, c)| c.clone()).collect();
+    // A program that changes the schema prepares against what it created: never cached.
+    let cacheable = !work.iter().any(|c| c.ddl);
     let (shared, schema) = (db.clone(), db.schema.clone());
     let answers = db.block(move |client| async move {
         let mut session = Session::new(shared, client);
         let tx = session.begin(role.as_deref(), VALIDATE_TIMEOUT).await?;
         let mut answers = Vec::new();
         for c in &work {
-            answers.push(ask::ask(&tx, &schema, c).await);
+            answers.push(ask::ask(&tx, &schema, c, cacheable).await);
         }
         if tx.rollback().await.is_ok() {
             session.ended();
@@ -184,7 +219,7 @@ pub fn check(db: &Arc<Db>, program: &Json, v: &mut Validation<PgCode, PgRisk>) -
     let mut passed = Vec::new();
     for ((stmt, mut c), answer) in first.into_iter().zip(answers) {
         match answer {
-            Err(e) => ask::report(&src, &stmt, &c, &e, v),
+            Err(e) => ask::report(src, &stmt, &c, &e, v),
             Ok(_) if c.unparsed.is_some() => {
                 let (message, at) = c.unparsed.clone().unwrap_or_default();
                 let where_ = at.and_then(|l| stmt.token_at(l)).map(token_range).unwrap_or(stmt.range);
