@@ -53,7 +53,8 @@ struct Cli {
     /// the grants and row policies the catalog stands for).
     #[arg(long)]
     allow_superuser: bool,
-    /// Most connections this server opens.
+    /// Most connections this server opens, and so the most validations, runs and catalog
+    /// reads it serves at once (each holds one connection).
     #[arg(long, value_name = "N", default_value_t = 16)]
     max_connections: usize,
     /// Serve the harness tools `pg_world_fingerprint` and `pg_schema_apply` (as the login
@@ -86,6 +87,7 @@ async fn serve(cli: Cli) -> anyhow::Result<()> {
         .identity(Server::builder())?
         .name("pilotage-postgres", env!("CARGO_PKG_VERSION"))
         .engine(engine::Pg::factory(Arc::new(db), cli.admin_tools))
+        .max_engine_calls(max)
         .build()
         .context("building the Pilotage server")?;
     cli::serve(server, cli.transport, false, "sql/postgres", None).await

@@ -393,6 +393,14 @@ async fn agent_frictions_are_gone() {
         .await;
     let t_ms = ran["trace"]["steps"][0]["t_ms"].as_u64().unwrap();
     assert!((200..2000).contains(&t_ms), "{ran}");
+
+    // A refused run has a run_id (Part II §3.6) and no trace: the trace door holds started runs
+    // only, as the guide says, and answers not_found for the refused one.
+    let refused = conn.call_ok("run_sql", json!({"query": "SELECT nope FROM customers"})).await;
+    assert_eq!(refused["outcome"]["status"], "validation_error", "{refused}");
+    let id = refused["run_id"].as_str().unwrap();
+    let fetched = conn.call("trace_sql", json!({"run_id": id})).await;
+    crate::kit::assert_request_error(&fetched, "not_found");
 }
 
 /// The catalog kept per role serves while nothing it shows changed, and moves with each change

@@ -2,18 +2,23 @@
 //! replica shares (tokio-postgres behind a deadpool pool).
 //!
 //! Authorization is the database's: each caller acts as a database role (a verified caller's
-//! `pg_role` claim, else the configured default role, else the login role), set with
+//! `pg_role` claim, else the configured default role; only an ambient caller acts as the login
+//! role, and superuser or BYPASSRLS roles only with `--allow-superuser`), set with
 //! `SET LOCAL ROLE` in every validation, run and catalog transaction, so the caller's catalog,
 //! diagnostics and effects are exactly what PostgreSQL's grants allow that role. The files:
 //!
 //! - `../../sql/engine/text.rs`: the program text (shared with `sql/sqlite-3`): tokens, text
 //!   ranges, statements split at `;`, `:name` placeholders;
-//! - `check.rs`: validation (forbidden statements, the parse, relations against the caller's
-//!   catalog, then PostgreSQL's own prepare in a transaction that is always rolled back) and the
-//!   plan;
+//! - `check/`: validation (`rules.rs`: forbidden statements and functions; `shape.rs`: the
+//!   parse and what a statement reaches; `mod.rs`: relations against the caller's catalog and
+//!   the plan; `ask.rs`: PostgreSQL's own prepare and estimates in a transaction that is always
+//!   rolled back);
 //! - `run.rs`: execution in one transaction, with server-side cancellation;
-//! - `db.rs`: the pool, the caller → role mapping, introspection, the catalog entries and the
-//!   fingerprint;
+//! - `session.rs`: one transaction as the caller, and what its drop stops on the server;
+//! - `db.rs`: the pool, the caller → role mapping, the roles refused and catalogs kept;
+//! - `catalog.rs`: what a role sees (introspection, its stamp), the catalog entries and their
+//!   risk, the fingerprint;
+//! - `served.rs`: the engine with or without the harness tools;
 //! - `values.rs`: values between JSON and PostgreSQL.
 //!
 //! The integration tests (`tests/it/main.rs`, feature `postgres`) include this module by path
