@@ -29,15 +29,15 @@ const CALLS: usize = 50;
 const WARMUP: usize = 5;
 
 /// One MCP server over stdio.
-struct Stdio_ {
+struct McpChild {
     _child: Child,
     stdin: ChildStdin,
     lines: Lines<BufReader<ChildStdout>>,
     next: u64,
 }
 
-impl Stdio_ {
-    async fn start(program: &str, args: &[&str]) -> Stdio_ {
+impl McpChild {
+    async fn start(program: &str, args: &[&str]) -> McpChild {
         let mut child = Command::new(program)
             .args(args)
             .stdin(Stdio::piped())
@@ -48,7 +48,7 @@ impl Stdio_ {
             .unwrap_or_else(|e| panic!("{program} does not start: {e}"));
         let stdin = child.stdin.take().expect("stdin");
         let lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let mut s = Stdio_ { _child: child, stdin, lines, next: 0 };
+        let mut s = McpChild { _child: child, stdin, lines, next: 0 };
         let init = json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}});
         s.request("initialize", init).await;
         s.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
@@ -151,12 +151,12 @@ async fn main() {
 
     let ours_path = example_binary();
     let reference = reference_server();
-    let mut ours = Stdio_::start(
+    let mut ours = McpChild::start(
         ours_path.to_str().expect("a path"),
         &["--database-url", &url, "--default-role", &agent],
     )
     .await;
-    let mut theirs = Stdio_::start("node", &[&reference, &url]).await;
+    let mut theirs = McpChild::start("node", &[&reference, &url]).await;
 
     let rows = "SELECT id, name, amount FROM big ORDER BY id";
     let paths: [(&str, &str, Value, Value); 3] = [
