@@ -45,15 +45,20 @@ struct Cli {
     /// The claim of a verified caller that names its database role.
     #[arg(long, value_name = "CLAIM", default_value = engine::db::DEFAULT_ROLE_CLAIM)]
     role_claim: String,
-    /// The role of callers without that claim (stdio, anonymous sessions); default: the login
-    /// role itself.
+    /// The role of callers without that claim. Without it, a verified caller without the
+    /// claim is refused, and an ambient caller (stdio) acts as the login role.
     #[arg(long, value_name = "ROLE")]
     default_role: Option<String>,
-    /// Most connections this server opens.
+    /// Serve callers as a superuser or BYPASSRLS role (refused otherwise: such a role ignores
+    /// the grants and row policies the catalog stands for).
+    #[arg(long)]
+    allow_superuser: bool,
+    /// Most connections this server opens, and so the most validations, runs and catalog
+    /// reads it serves at once (each holds one connection).
     #[arg(long, value_name = "N", default_value_t = 16)]
     max_connections: usize,
-    /// Answer the harness tools `pg_world_fingerprint` and `pg_schema_apply` (as the login
-    /// role). Never for agents.
+    /// Serve the harness tools `pg_world_fingerprint` and `pg_schema_apply` (as the login
+    /// role); without it they are absent from tools/list. Never for agents.
     #[arg(long)]
     admin_tools: bool,
 }
@@ -66,7 +71,11 @@ async fn main() -> ExitCode {
 }
 
 async fn serve(cli: Cli) -> anyhow::Result<()> {
-    let roles = engine::Roles { claim: cli.role_claim, default: cli.default_role };
+    let roles = engine::Roles {
+        claim: cli.role_claim,
+        default: cli.default_role,
+        allow_superuser: cli.allow_superuser,
+    };
     let (url, schema, max) = (cli.database_url.clone(), cli.schema.clone(), cli.max_connections);
     // Connecting blocks on the engine's own runtime: not on this one's workers.
     let db = tokio::task::spawn_blocking(move || engine::Db::connect(&url, &schema, roles, max))
@@ -77,7 +86,8 @@ async fn serve(cli: Cli) -> anyhow::Result<()> {
         .transport
         .identity(Server::builder())?
         .name("pilotage-postgres", env!("CARGO_PKG_VERSION"))
-        .language(engine::Pg::factory(Arc::new(db), cli.admin_tools))
+        .engine(engine::Pg::factory(Arc::new(db), cli.admin_tools))
+        .max_engine_calls(max)
         .build()
         .context("building the Pilotage server")?;
     cli::serve(server, cli.transport, false, "sql/postgres", None).await

@@ -400,8 +400,7 @@ async fn postgres_every_reachable_member_has_both_cases() {
     let f = crate::postgres_loop::Fixture::new("complete").await;
     let db = f.db(Some(&f.writer));
     let sets = crate::postgres::Pg::factory(db.clone(), true)().language_spec().sets.clone();
-    let server =
-        pilotage::Server::builder().language(crate::postgres::Pg::factory(db, true)).build().unwrap();
+    let server = pilotage::Server::builder().engine(crate::postgres::Pg::factory(db, true)).build().unwrap();
     let http = HttpServer::start(&server).await;
     let connector: Connector = Arc::new(move || Client::from(http.connect(HttpStyle::Plain)));
     let unreachable = [

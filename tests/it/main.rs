@@ -89,6 +89,8 @@ mod loop_http;
 mod loop_stdio;
 #[cfg(feature = "postgres")]
 mod postgres_loop;
+#[cfg(feature = "postgres")]
+mod postgres_safety;
 mod quiet_logs;
 mod readme;
 mod replicas;

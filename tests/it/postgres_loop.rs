@@ -19,7 +19,7 @@ pub(crate) struct Fixture {
     pub schema: String,
     pub reader: String,
     pub writer: String,
-    url: String,
+    pub url: String,
 }
 
 const SETUP: &str = "
@@ -52,7 +52,7 @@ INSERT INTO orders (customer_id, item, quantity, price) VALUES
   (1, 'keyboard', 1, 49.50), (1, 'mouse', 2, 19.00), (2, 'monitor', 1, 189.00), (3, 'cable', 3, 4.50);
 ";
 
-async fn admin(url: &str) -> tokio_postgres::Client {
+pub(crate) async fn admin(url: &str) -> tokio_postgres::Client {
     let (client, connection) = match tokio_postgres::connect(url, NoTls).await {
         Ok(c) => c,
         Err(e) => panic!(
@@ -95,7 +95,11 @@ impl Fixture {
     /// The shared database serving this schema; callers without a `pg_role` claim act as
     /// `default` (`None`: the login role).
     pub fn db(&self, default: Option<&str>) -> Arc<postgres::Db> {
-        let roles = postgres::Roles { claim: "pg_role".into(), default: default.map(str::to_owned) };
+        let roles = postgres::Roles {
+            claim: "pg_role".into(),
+            default: default.map(str::to_owned),
+            allow_superuser: false,
+        };
         let (url, schema) = (self.url.clone(), self.schema.clone());
         // Connecting waits on the engine's own runtime: off this one's workers.
         let db = std::thread::spawn(move || postgres::Db::connect(&url, &schema, roles, 4))
@@ -109,7 +113,7 @@ impl Fixture {
     pub fn server(&self, default: Option<&str>) -> pilotage::Server {
         pilotage::Server::builder()
             .name("pg-test", "0")
-            .language(postgres::Pg::factory(self.db(default), true))
+            .engine(postgres::Pg::factory(self.db(default), true))
             .build()
             .unwrap()
     }
@@ -160,22 +164,22 @@ fn step(id: &str, calls: Option<&str>, level: &str) -> Value {
     s
 }
 
-fn range(l1: u32, c1: u32, l2: u32, c2: u32) -> Value {
+pub(crate) fn range(l1: u32, c1: u32, l2: u32, c2: u32) -> Value {
     json!({"start": {"line": l1, "column": c1}, "end": {"line": l2, "column": c2}})
 }
 
-async fn session(http: &HttpServer) -> Conn {
+pub(crate) async fn session(http: &HttpServer) -> Conn {
     let mut conn = http.connect(HttpStyle::Plain);
     conn.initialize(true).await;
     conn
 }
 
-async fn validate(conn: &mut Conn, query: &str) -> Value {
+pub(crate) async fn validate(conn: &mut Conn, query: &str) -> Value {
     conn.call_ok("validate_sql", json!({"query": query})).await
 }
 
 /// The code, path and message of each diagnostic.
-fn findings(v: &Value) -> Vec<(String, Value, String)> {
+pub(crate) fn findings(v: &Value) -> Vec<(String, Value, String)> {
     v["diagnostics"]
         .as_array()
         .unwrap()
@@ -385,7 +389,7 @@ async fn a_runaway_statement_is_cancelled_on_the_server() {
     };
     let server = pilotage::Server::builder()
         .name("pg-test", "0")
-        .language(postgres::Pg::factory(f.db(Some(&f.writer)), true))
+        .engine(postgres::Pg::factory(f.db(Some(&f.writer)), true))
         .limits(limits)
         .build()
         .unwrap();
@@ -421,7 +425,7 @@ async fn a_runaway_statement_is_cancelled_on_the_server() {
     assert_eq!(running, 0);
 }
 
-async fn stateless(url: &str, sub: &str, role: &str, name: &str, arguments: Value) -> Value {
+pub(crate) async fn stateless(url: &str, sub: &str, role: &str, name: &str, arguments: Value) -> Value {
     let token =
         support::auth::sign(&support::auth::claims(sub, json!({"pg_role": role})), support::auth::SECRET);
     let params = json!({"name": name, "arguments": arguments});
@@ -441,7 +445,7 @@ async fn two_verified_callers_see_their_own_roles_catalogs_and_diagnostics() {
     let f = Fixture::new("roles").await;
     let server = pilotage::Server::builder()
         .name("pg-test", "0")
-        .language(postgres::Pg::factory(f.db(None), false))
+        .engine(postgres::Pg::factory(f.db(None), false))
         .authenticator(support::auth::authenticator())
         .build()
         .unwrap();
@@ -486,7 +490,7 @@ async fn two_verified_callers_see_their_own_roles_catalogs_and_diagnostics() {
     let changes = stateless(http.url(), "rita", &f.reader, "pilotage_catalog", since).await;
     assert!(changes.to_string().contains("orders"), "{changes}");
 
-    // The harness tools act as the login role: off unless the server says --admin-tools.
+    // The harness tools act as the login role: absent unless the server says --admin-tools.
     let fp = support::auth::sign(
         &support::auth::claims("rita", json!({"pg_role": f.reader})),
         support::auth::SECRET,
@@ -500,7 +504,7 @@ async fn two_verified_callers_see_their_own_roles_catalogs_and_diagnostics() {
         Some(&format!("Bearer {fp}")),
     )
     .await;
-    assert_eq!(got["result"]["isError"], true, "{got}");
+    assert_eq!(got["error"]["code"], -32602, "{got}");
 
     // A claim naming a superuser role is refused.
     let su = stateless(http.url(), "mallory", "postgres", "validate_sql", json!({"query": "SELECT 1"})).await;

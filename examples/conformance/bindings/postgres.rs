@@ -50,10 +50,11 @@ pub fn binding() -> Binding {
             json!({"program": "SELECT pg_sleep(30)", "trace_level": "full"}),
             json!({"program": "SELECT pg_sleep(0)", "trace_level": "full"}),
         ),
-        // Validation cannot know: FOR UPDATE needs the UPDATE privilege at execution only.
+        // Validation cannot know: setval needs the sequence's UPDATE privilege (the writer
+        // holds USAGE only), which PostgreSQL checks when it runs.
         status(
             "permission_denied",
-            json!({"program": "SELECT price FROM price_list FOR UPDATE", "trace_level": "full"}),
+            json!({"program": "SELECT setval('orders_id_seq', 1)", "trace_level": "full"}),
             json!({"program": "SELECT price FROM price_list", "trace_level": "full"}),
         ),
     ]);

@@ -2,18 +2,23 @@
 //! replica shares (tokio-postgres behind a deadpool pool).
 //!
 //! Authorization is the database's: each caller acts as a database role (a verified caller's
-//! `pg_role` claim, else the configured default role, else the login role), set with
+//! `pg_role` claim, else the configured default role; only an ambient caller acts as the login
+//! role, and superuser or BYPASSRLS roles only with `--allow-superuser`), set with
 //! `SET LOCAL ROLE` in every validation, run and catalog transaction, so the caller's catalog,
 //! diagnostics and effects are exactly what PostgreSQL's grants allow that role. The files:
 //!
 //! - `../../sql/engine/text.rs`: the program text (shared with `sql/sqlite-3`): tokens, text
 //!   ranges, statements split at `;`, `:name` placeholders;
-//! - `check.rs`: validation (forbidden statements, the parse, relations against the caller's
-//!   catalog, then PostgreSQL's own prepare in a transaction that is always rolled back) and the
-//!   plan;
+//! - `check/`: validation (`rules.rs`: forbidden statements and functions; `shape.rs`: the
+//!   parse and what a statement reaches; `mod.rs`: relations against the caller's catalog and
+//!   the plan; `ask.rs`: PostgreSQL's own prepare and estimates in a transaction that is always
+//!   rolled back);
 //! - `run.rs`: execution in one transaction, with server-side cancellation;
-//! - `db.rs`: the pool, the caller → role mapping, introspection, the catalog entries and the
-//!   fingerprint;
+//! - `session.rs`: one transaction as the caller, and what its drop stops on the server;
+//! - `db.rs`: the pool, the caller → role mapping, the roles refused and catalogs kept;
+//! - `catalog.rs`: what a role sees (introspection, its stamp), the catalog entries and their
+//!   risk, the fingerprint;
+//! - `served.rs`: the engine with or without the harness tools;
 //! - `values.rs`: values between JSON and PostgreSQL.
 //!
 //! The integration tests (`tests/it/main.rs`, feature `postgres`) include this module by path
@@ -23,6 +28,7 @@ use std::sync::Arc;
 
 use pilotage::prelude::*;
 
+pub mod catalog;
 pub(crate) mod check;
 pub mod db;
 #[path = "../../common/digest.rs"]
@@ -30,12 +36,15 @@ mod digest;
 #[path = "../../common/placeholders.rs"]
 mod placeholders;
 pub(crate) mod run;
+mod served;
+pub mod session;
 #[allow(dead_code)] // `first`, `last`, `parameter_names`: what sql/sqlite-3 uses
 #[path = "../../sql/engine/text.rs"]
 mod text;
 pub(crate) mod values;
 
 pub use db::{Db, Roles};
+use session::Session;
 
 /// The closed diagnostic-code set (the reserved `constraint`, `input_binding` and
 /// `context_binding` are added by the derive).
@@ -67,8 +76,35 @@ pub enum PgRisk {
     Safe,
     #[risk(write)]
     Write,
+    /// Calls a function in an untrusted language: it can reach outside the database.
+    #[risk(write, open_world)]
+    External,
     #[risk(destructive)]
     Destructive,
+    /// Destructive, and reaching outside the database.
+    #[risk(destructive, open_world)]
+    DestructiveExternal,
+}
+
+impl PgRisk {
+    /// The level whose wire name is `wire`; an unknown name is `write` (fail closed).
+    pub fn from_wire(wire: &str) -> PgRisk {
+        use pilotage::model::closed_sets::RiskLevel;
+        [PgRisk::Safe, PgRisk::Write, PgRisk::External, PgRisk::Destructive, PgRisk::DestructiveExternal]
+            .into_iter()
+            .find(|r| r.wire() == wire)
+            .unwrap_or(PgRisk::Write)
+    }
+
+    /// The least level covering both `self` and `other` (destructive and reaching outside
+    /// when either is).
+    pub fn join(self, other: PgRisk) -> PgRisk {
+        let open = |r: PgRisk| matches!(r, PgRisk::External | PgRisk::DestructiveExternal);
+        match self.max(other) {
+            PgRisk::Destructive if open(self) || open(other) => PgRisk::DestructiveExternal,
+            max => max,
+        }
+    }
 }
 
 /// Engine-defined failure statuses (step level): the transaction is rolled back in each.
@@ -96,16 +132,18 @@ pub enum PgKind {
 /// The engine of one MCP session: the shared database.
 pub struct Pg {
     db: Arc<Db>,
-    /// Whether the harness tools (`pg_world_fingerprint`, `pg_schema_apply`) answer.
-    admin_tools: bool,
 }
 
 impl Pg {
-    /// A factory for `ServerBuilder::language`: every session shares `db`. `admin_tools`
-    /// enables the harness tools, which act as the login role (`pg_world_fingerprint` reads
-    /// every table, `pg_schema_apply` runs DDL): for harnesses, never for agents.
-    pub fn factory(db: Arc<Db>, admin_tools: bool) -> impl Fn() -> Pg + Send + Sync + 'static {
-        move || Pg { db: db.clone(), admin_tools }
+    /// A factory for `ServerBuilder::engine`: every session shares `db`. `admin_tools` serves
+    /// the harness tools, which act as the login role (`pg_world_fingerprint` reads every
+    /// table, `pg_schema_apply` runs DDL): for harnesses, never for agents; without it they
+    /// are absent from `tools/list`.
+    pub fn factory(
+        db: Arc<Db>,
+        admin_tools: bool,
+    ) -> impl Fn() -> Arc<dyn pilotage::engine::Engine> + Send + Sync + 'static {
+        served::factory(db, admin_tools)
     }
 }
 
@@ -151,18 +189,36 @@ impl Pg {
     /// privilege on, read live (as that role) on every call: `catalog_version` is a digest of
     /// what the role sees, so DDL, GRANT and REVOKE move it, rows never do.
     pub(crate) fn catalog_snapshot(&self, caller: &Caller) -> Arc<CatalogSnapshot> {
-        let role = self.db.roles.of(caller);
-        let session = self.db.session_sql(role.as_deref(), check::VALIDATE_TIMEOUT);
-        let schema = self.db.schema.clone();
-        let seen = self.db.block(move |mut client| async move {
-            let tx = client.transaction().await?;
-            db::begin(&tx, &session, role.as_deref()).await?;
-            let seen = db::introspect(&*tx, &schema).await;
-            let _ = tx.rollback().await;
-            seen
+        let role = match self.db.roles.of(caller) {
+            Ok(role) => role,
+            Err(e) => {
+                // Validation and runs tell the caller why; the catalog has no error channel.
+                tracing::warn!(caller = %caller.id, error = %e, "no catalog for the caller");
+                return Arc::new(CatalogSnapshot::new(Vec::new()));
+            }
+        };
+        let (db, schema, who) = (self.db.clone(), self.db.schema.clone(), role.clone());
+        let seen = self.db.block(move |client| async move {
+            let stamp = catalog::stamp(&**client, &schema, who.as_deref()).await?;
+            if let Some(kept) = db.cached_catalog(who.as_deref(), &stamp) {
+                return Ok((stamp, Some(kept), None));
+            }
+            let mut session = Session::new(db, client);
+            let tx = session.begin(who.as_deref(), check::VALIDATE_TIMEOUT).await?;
+            let seen = catalog::introspect(&*tx, &schema).await;
+            if tx.rollback().await.is_ok() {
+                session.ended();
+            }
+            Ok((stamp, None, Some(seen?)))
         });
         match seen {
-            Ok(schema) => Arc::new(CatalogSnapshot::new(schema.entries())),
+            Ok((_, Some(kept), _)) => kept,
+            Ok((stamp, None, schema)) => {
+                let snapshot =
+                    Arc::new(CatalogSnapshot::new(schema.map(|s| s.entries()).unwrap_or_default()));
+                self.db.keep_catalog(role.as_deref(), stamp, snapshot.clone());
+                snapshot
+            }
             Err(e) => {
                 tracing::warn!(caller = %caller.id, error = %e, "no catalog for the caller");
                 Arc::new(CatalogSnapshot::new(Vec::new()))
@@ -172,34 +228,27 @@ impl Pg {
 
     #[plain_tool(
         name = "pg_world_fingerprint",
-        description = "Test harness tool (not part of Pilotage; answers only when the server runs with --admin-tools): a digest of the served schema (definition and every row, read as the login role) with the row count of each table. Equal fingerprints mean an unchanged database.",
+        description = "Test harness tool (not part of Pilotage; listed only when the server runs with --admin-tools): a digest of the served schema (definition and every row, read as the login role) with the row count of each table. Equal fingerprints mean an unchanged database.",
         read_only,
         input_schema = r#"{"type": "object", "properties": {}, "additionalProperties": false}"#
     )]
     pub(crate) fn fingerprint(&self, _args: &Json) -> Result<Json, String> {
-        if !self.admin_tools {
-            // It reads every table as the login role: not for callers bound by their grants.
-            return Err("pg_world_fingerprint is disabled: start the server with --admin-tools".to_owned());
-        }
         let schema = self.db.schema.clone();
         self.db
-            .block(move |client| async move { db::world_fingerprint(&client, &schema).await })
+            .block(move |client| async move { catalog::world_fingerprint(&client, &schema).await })
             .map_err(|e| e.message)
     }
 
     #[plain_tool(
         name = "pg_schema_apply",
-        description = "Admin tool (not part of Pilotage; answers only when the server runs with --admin-tools): apply `ddl` (statements separated by `;`) to the served schema as the server's login role, in one transaction. Moves catalog_version when what a role sees changes.",
+        description = "Admin tool (not part of Pilotage; listed only when the server runs with --admin-tools): apply `ddl` (statements separated by `;`) to the served schema as the server's login role, in one transaction. Moves catalog_version when what a role sees changes.",
         input_schema = r#"{"type": "object", "properties": {"ddl": {"type": "string"}}, "required": ["ddl"], "additionalProperties": false}"#
     )]
     pub(crate) fn schema_apply(&self, args: &Json) -> Result<Json, String> {
-        if !self.admin_tools {
-            return Err("pg_schema_apply is disabled: start the server with --admin-tools".to_owned());
-        }
         let ddl = args["ddl"].as_str().ok_or("`ddl` must be a string")?.to_owned();
         let schema = self.db.schema.clone();
         self.db
-            .block(move |client| async move { db::admin_batch(&client, &schema, &ddl).await })
+            .block(move |client| async move { catalog::admin_batch(&client, &schema, &ddl).await })
             .map_err(|e| e.message)?;
         Ok(json!({"applied": true}))
     }

@@ -1,9 +1,11 @@
-//! Execution: the program is checked again exactly as validation checks it (same statements,
-//! same identifiers, the caller's role), `input` is bound to the `:name` placeholders, and the
+//! Execution: the program is analyzed again as validation's first pass does (same statements,
+//! same identifiers, the caller's role; the runtime admitted it against the caller's current
+//! catalog version, and PostgreSQL prepares each statement as it runs), `input` is bound to the `:name` placeholders, and the
 //! statements run in order inside one transaction as the caller's role, under a
 //! `statement_timeout` no longer than the run's own time left. A run that must stop (its
 //! deadline, a cancellation, its step bound) cancels the running statement server-side with
-//! the connection's cancel token, and so does a run the runtime drops. Each statement records
+//! the connection's cancel token, and so does a run the runtime drops (its [`Session`]'s drop,
+//! which also closes the connection and terminates a backend that does not stop). Each statement records
 //! one trace step (`stmt-N`: its SQL and parameters in, a bounded sample of its rows or its
 //! change count out), then one step per relation or function it reaches (`stmt-N.ref-K`). The
 //! first failing statement ends the run and rolls everything back.
@@ -12,15 +14,17 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use deadpool_postgres::Transaction;
 use pilotage::engine::run::StopSignal;
 use pilotage::engine::{Budget, Failure, Signal, ValidateRequest};
 use pilotage::prelude::*;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{CancelToken, NoTls, Transaction};
+use tokio_postgres::{CancelToken, NoTls};
 
 use super::check::{self, Checked};
-use super::db::{self, Db, PgError};
+use super::db::{Db, PgError};
 use super::placeholders::bind;
+use super::session::Session;
 use super::values::{Cell, Text};
 use super::{PgCode, PgRisk, PgStatus};
 
@@ -88,13 +92,18 @@ pub(crate) async fn watched<T>(
 
 /// Run one checked statement; its output (rows up to [`ROW_LIMIT`]) and its trace output
 /// (the first [`SAMPLE_ROWS`]).
-async fn statement(tx: &Transaction<'_>, c: &Checked, params: &[Text]) -> Result<(Json, Json), Failed> {
+async fn statement(
+    tx: &Transaction<'_>,
+    c: &Checked,
+    cacheable: bool,
+    params: &[Text],
+) -> Result<(Json, Json), Failed> {
     if c.ddl {
         tx.batch_execute(&c.pg_sql).await?;
         let out = json!({"done": true});
         return Ok((out.clone(), out));
     }
-    let st = tx.prepare(&c.pg_sql).await?;
+    let st = if cacheable { tx.prepare_cached(&c.pg_sql).await? } else { tx.prepare(&c.pg_sql).await? };
     let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
     if st.columns().is_empty() {
         let n = tx.execute(&st, &refs).await?;
@@ -177,7 +186,7 @@ pub async fn execute(db: &Arc<Db>, program: &Json, run: &mut Run<PgStatus>) -> F
         caller: run.caller().clone(),
     };
     let mut v = Validation::<PgCode, PgRisk>::new(&request);
-    let checked = check::check(db, program, &mut v);
+    let checked = check::analyzed(db, program, &mut v);
     if v.has_errors() {
         return Finish::error("the program no longer validates against the database");
     }
@@ -193,24 +202,29 @@ pub async fn execute(db: &Arc<Db>, program: &Json, run: &mut Run<PgStatus>) -> F
     };
     let signal = Signal::current();
     let timeout = statement_timeout(signal.remaining());
-    let role = db.roles.of(run.caller());
-    let mut client = match db.client().await {
-        Ok(c) => c,
+    let role = match db.roles.of(run.caller()) {
+        Ok(role) => role,
         Err(e) => return Finish::error(e.message),
     };
-    let guard = Canceller { db: db.clone(), token: client.cancel_token() };
-    let tx = match client.transaction().await {
-        Ok(tx) => tx,
-        Err(e) => return Finish::error(format!("cannot open the transaction: {e}")),
+    // Dropped before it ends (the run's bound, the client gone), the session cancels its
+    // statement on the server and closes its connection.
+    let mut session = match Session::connect(db).await {
+        Ok(s) => s,
+        Err(e) => return Finish::error(e.message),
     };
-    if let Err(e) = db::begin(&tx, &db.session_sql(role.as_deref(), timeout), role.as_deref()).await {
-        return Finish::error(e.message);
-    }
+    let guard = Canceller { db: db.clone(), token: session.cancel_token() };
+    let tx = match session.begin(role.as_deref(), timeout).await {
+        Ok(tx) => tx,
+        Err(e) => return Finish::error(e.message),
+    };
     let stop = run.stop_signal();
+    let cacheable = !checked.iter().any(|c| c.ddl);
     let mut last = Json::Null;
     for (i, c) in checked.iter().enumerate() {
         if run.should_stop() {
-            let _ = tx.rollback().await;
+            if tx.rollback().await.is_ok() {
+                session.ended();
+            }
             return Finish::partial(format!(
                 "stopped before {} at the run's bound; the transaction was rolled back: no change persists",
                 c.id
@@ -220,10 +234,11 @@ pub async fn execute(db: &Arc<Db>, program: &Json, run: &mut Run<PgStatus>) -> F
             c.names.iter().map(|n| Text::of(params.get(n).unwrap_or(&Json::Null))).collect();
         let used: serde_json::Map<String, Json> =
             c.names.iter().filter_map(|n| params.get(n).map(|v| (n.clone(), v.clone()))).collect();
-        let input = json!({"sql": c.sql, "params": used});
-        match watched(statement(&tx, c, &values), &guard, Some(&stop), &signal).await {
+        // The step's clock starts with the statement: its t_ms is the statement's time.
+        let step = run.step(&c.id).input(json!({"sql": c.sql, "params": used}));
+        match watched(statement(&tx, c, cacheable, &values), &guard, Some(&stop), &signal).await {
             Ok((output, trace)) => {
-                run.step(&c.id).input(input).output(trace).succeeded();
+                step.output(trace).succeeded();
                 for (k, r) in c.refs.iter().enumerate() {
                     run.step(&format!("{}.ref-{}", c.id, k + 1))
                         .calls(r.entry.clone())
@@ -234,10 +249,11 @@ pub async fn execute(db: &Arc<Db>, program: &Json, run: &mut Run<PgStatus>) -> F
             }
             Err(f) => {
                 let (status, message) = failure(&f, timeout);
-                run.step(&c.id).input(input).failed(status, message.clone());
-                let _ = tx.rollback().await;
-                if f.stopped {
-                    drop(deadpool_postgres::Object::take(client));
+                step.failed(status, message.clone());
+                // A statement the run's bound stopped leaves the session open: its drop closes
+                // the connection after the cancel.
+                if tx.rollback().await.is_ok() && !f.stopped {
+                    session.ended();
                 }
                 let summary = format!(
                     "{} failed: {message}; the transaction was rolled back: no change persists",
@@ -247,7 +263,9 @@ pub async fn execute(db: &Arc<Db>, program: &Json, run: &mut Run<PgStatus>) -> F
             }
         }
     }
-    match tx.commit().await {
+    let committed = tx.commit().await;
+    session.ended();
+    match committed {
         Ok(()) => Finish::output(last),
         Err(e) => Finish::partial(format!(
             "the commit failed: {}; the transaction was rolled back: no change persists",
