@@ -271,7 +271,10 @@ fn asked_with_the_unverified_claims_statement(findings: &Value, n: usize) -> Vec
 
 #[tokio::test]
 async fn a_safe_plan_passes_without_a_question_with_the_validations_catalog_version() {
-    if !present(Sdk::Python, "gate::a_safe_plan_passes_without_a_question_with_the_validations_catalog_version") {
+    if !present(
+        Sdk::Python,
+        "gate::a_safe_plan_passes_without_a_question_with_the_validations_catalog_version",
+    ) {
         return;
     }
     let up = upstream(Lie::Honest).await;
@@ -308,7 +311,10 @@ async fn a_safe_plan_passes_without_a_question_with_the_validations_catalog_vers
 
 #[tokio::test]
 async fn an_approved_destructive_execute_arrives_once_with_the_validations_catalog_version() {
-    if !present(Sdk::Python, "gate::an_approved_destructive_execute_arrives_once_with_the_validations_catalog_version") {
+    if !present(
+        Sdk::Python,
+        "gate::an_approved_destructive_execute_arrives_once_with_the_validations_catalog_version",
+    ) {
         return;
     }
     let up = upstream(Lie::Honest).await;

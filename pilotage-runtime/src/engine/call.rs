@@ -234,22 +234,7 @@ fn string_size(s: &str) -> usize {
     2 + s.len() + s.bytes().map(extra).sum::<usize>()
 }
 
-/// The size of `v`'s JSON text, counted without building it.
-pub fn json_size<T: serde::Serialize + ?Sized>(v: &T) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut c = Count(0);
-    let _ = serde_json::to_writer(&mut c, v);
-    c.0
-}
+pub use crate::model::size::json_size;
 
 #[cfg(test)]
 mod tests {

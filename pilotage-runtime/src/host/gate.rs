@@ -143,15 +143,7 @@ pub fn decide(
     // An empty list names nothing whose risk could be read: no risk information (fail closed),
     // the rule the gate proxy keeps too.
     let Some(references) = validation.references.as_ref().filter(|r| !r.is_empty()) else {
-        let reasons = vec![GateReason::NoRiskInformation];
-        return GateDecision::NeedsApproval(Box::new(request(
-            language,
-            runnable,
-            None,
-            Vec::new(),
-            None,
-            reasons,
-        )));
+        return without_risk(language, runnable, GateReason::NoRiskInformation);
     };
     let mut found = Vec::new();
     let mut reasons = Vec::new();
@@ -172,18 +164,13 @@ pub fn decide_promoted(language: &str, program_ref: &str, entry: Option<&Catalog
         Some(entry) => {
             judged(request(language, runnable, None, vec![entry.clone()], Some(entry.risk_hints), Vec::new()))
         }
-        None => {
-            let reasons = vec![GateReason::UnknownEntry(program_ref.to_owned())];
-            GateDecision::NeedsApproval(Box::new(request(
-                language,
-                runnable,
-                None,
-                Vec::new(),
-                None,
-                reasons,
-            )))
-        }
+        None => without_risk(language, runnable, GateReason::UnknownEntry(program_ref.to_owned())),
     }
+}
+
+/// Approval needed for want of any risk information, for `reason`.
+fn without_risk(language: &str, runnable: Runnable, reason: GateReason) -> GateDecision {
+    GateDecision::NeedsApproval(Box::new(request(language, runnable, None, Vec::new(), None, vec![reason])))
 }
 
 fn request(

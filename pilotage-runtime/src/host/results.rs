@@ -101,7 +101,7 @@ pub(crate) fn execute_response(
 ) -> Result<ExecuteResponse, HostError> {
     let value = structured(answer, what)?;
     if let Some(trace) = value.get("trace") {
-        if json_len(trace) > limits.max_trace_bytes {
+        if crate::model::size::json_size(trace) > limits.max_trace_bytes {
             return Err(HostError::TooLarge {
                 what: format!("the trace of {what}"),
                 limit: limits.max_trace_bytes,
@@ -109,24 +109,6 @@ pub(crate) fn execute_response(
         }
     }
     typed(value, what)
-}
-
-/// The length of `value`'s JSON text, counted without writing it out.
-pub(crate) fn json_len(value: &Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Writing into a counter cannot fail.
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
 }
 
 fn malformed(what: &str, reason: &str) -> HostError {

@@ -21,4 +21,5 @@ pub mod outcome;
 pub mod plan;
 pub mod risk;
 pub mod schema;
+pub mod size;
 pub mod trace;

@@ -65,26 +65,43 @@ impl Session {
         self.cache.get(lang).map(|c| c.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
-    /// The caller's promotions of Language `lang`, oldest first.
+    /// The caller's promotions of Language `lang`, oldest first. A kept promotion's
+    /// `input_schema` is an agent's: one this process has not compiled yet is compiled on the
+    /// blocking pool (bounded by the schema check's work bound), never on the async workers nor
+    /// under the cache's lock.
     pub async fn promoted_all(&self, lang: usize) -> StoreResult<Vec<Arc<Promoted>>> {
         let kept = self.scope.promotions(&self.caller.id, self.language(lang)).await?;
-        let Some(mut cache) = self.cache(lang) else { return Ok(Vec::new()) };
-        let mut all = Vec::with_capacity(kept.len());
-        for (reference, record) in kept {
-            if let Some(p) = cache.compiled.get(&reference) {
-                all.push(p.clone());
-                continue;
-            }
-            match Promoted::from_record(record) {
-                Ok(p) => {
-                    let p = Arc::new(p);
-                    cache.compiled.insert(reference, p.clone());
-                    all.push(p);
+        let mut order = Vec::with_capacity(kept.len());
+        let mut missing = Vec::new();
+        {
+            let Some(cache) = self.cache(lang) else { return Ok(Vec::new()) };
+            for (reference, record) in kept {
+                if !cache.compiled.contains_key(&reference) {
+                    missing.push((reference.clone(), record));
                 }
-                Err(e) => tracing::error!(reference, error = %e, "skipping an unreadable promotion"),
+                order.push(reference);
             }
         }
-        Ok(all)
+        if !missing.is_empty() {
+            let compile = move || {
+                missing.into_iter().map(|(r, record)| (r, Promoted::from_record(record))).collect::<Vec<_>>()
+            };
+            let compiled = tokio::task::spawn_blocking(compile).await.unwrap_or_else(|e| {
+                tracing::error!(error = %e, "compiling kept promotions failed");
+                Vec::new()
+            });
+            let Some(mut cache) = self.cache(lang) else { return Ok(Vec::new()) };
+            for (reference, promoted) in compiled {
+                match promoted {
+                    Ok(p) => {
+                        cache.compiled.insert(reference, Arc::new(p));
+                    }
+                    Err(e) => tracing::error!(reference, error = %e, "skipping an unreadable promotion"),
+                }
+            }
+        }
+        let Some(cache) = self.cache(lang) else { return Ok(Vec::new()) };
+        Ok(order.iter().filter_map(|r| cache.compiled.get(r).cloned()).collect())
     }
 
     /// The caller's snapshot of Language `lang` from the engine's: plus the caller's promoted

@@ -115,7 +115,9 @@ fn main() {
     let [add, count, echo] = spec.plain_tools.as_slice() else { panic!("three plain tools") };
     assert_eq!(add.input_schema["required"], json!(["title"]));
     assert_eq!(add.input_schema["additionalProperties"], json!(false));
-    assert_eq!(add.input_schema["properties"]["limit"]["maximum"], json!(255));
+    // An Option is an anyOf of its type and null (no type arrays: several hosts refuse them).
+    assert_eq!(add.input_schema["properties"]["limit"]["anyOf"][0]["maximum"], json!(255));
+    assert_eq!(add.input_schema["properties"]["limit"]["anyOf"][1], json!({"type": "null"}));
     assert!(!add.input_schema.to_string().contains("uint8"));
     let out = add.output_schema.as_ref().unwrap();
     assert_eq!(out["anyOf"][0]["required"], json!(["id", "by"]));
