@@ -9,19 +9,12 @@ use pilotage::host::{
 use pilotage::model::errors::ErrorKind;
 use serde_json::json;
 
-use crate::host_kit::{user_42, workflow_call, Recording};
+use crate::host_kit::{ran, user_42, workflow_call, Recording};
 use crate::support::{example_binary, HttpServer};
 use crate::{automation, workflow};
 
 fn binary(name: &str) -> String {
     example_binary(name).display().to_string()
-}
-
-fn ran(attempt: Attempt) -> pilotage::host::Ran {
-    match attempt {
-        Attempt::Executed(Execution::Ran(ran)) => ran,
-        other => panic!("expected a Run, got {other:?}"),
-    }
 }
 
 /// The whole loop on the workflow binary over stdio: discovery, guides, an invalid program as

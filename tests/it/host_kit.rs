@@ -3,8 +3,16 @@
 
 use std::sync::{Arc, Mutex};
 
-use pilotage::host::{Approval, Approver, GateRequest};
+use pilotage::host::{Approval, Approver, Attempt, Execution, GateRequest};
 use serde_json::{json, Value};
+
+/// The Run an attempt made (a test fails on anything else).
+pub fn ran(attempt: Attempt) -> pilotage::host::Ran {
+    match attempt {
+        Attempt::Executed(Execution::Ran(ran)) => ran,
+        other => panic!("expected a Run, got {other:?}"),
+    }
+}
 
 /// An approver that grants or denies everything and keeps every request it was asked.
 #[derive(Clone, Default)]

@@ -7,18 +7,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use pilotage::host::{
-    Attempt, ExecuteOptions, Execution, ExecutionMode, Host, HostError, HostLimits, RunStatus, TraceDetail,
+    ExecuteOptions, Execution, ExecutionMode, Host, HostError, HostLimits, RunStatus, TraceDetail,
 };
 use serde_json::{json, Value};
 
-use crate::host_kit::{none, user_42, workflow_call, Recording, Reply, Wrapped};
-
-fn ran(attempt: Attempt) -> pilotage::host::Ran {
-    match attempt {
-        Attempt::Executed(Execution::Ran(ran)) => ran,
-        other => panic!("expected a Run, got {other:?}"),
-    }
-}
+use crate::host_kit::{none, ran, user_42, workflow_call, Recording, Reply, Wrapped};
 
 #[tokio::test]
 async fn execute_carries_the_validations_token_and_a_trace_of_at_least_summary() {

@@ -133,16 +133,20 @@ impl Drop for Fixture {
             r = self.reader,
             w = self.writer
         );
-        let url = self.url.clone();
-        // Its own thread and runtime: the drop may happen inside the test's runtime.
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
-            rt.block_on(async move {
-                let _ = admin(&url).await.batch_execute(&sql).await;
-            });
-        })
-        .join();
+        drop_batch(self.url.clone(), sql);
     }
+}
+
+/// Run `sql` as the administrator from a `Drop`: on a thread and runtime of its own, since the
+/// drop may happen inside the test's runtime; failures are ignored (nothing left to clean).
+pub(crate) fn drop_batch(url: String, sql: String) {
+    let _ = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+        rt.block_on(async move {
+            let _ = admin(&url).await.batch_execute(&sql).await;
+        });
+    })
+    .join();
 }
 
 fn hints(read_only: bool, destructive: bool) -> Value {

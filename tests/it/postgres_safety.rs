@@ -23,14 +23,7 @@ impl Drop for ExtraRoles {
     fn drop(&mut self) {
         let sql: String =
             self.names.iter().map(|r| format!("DROP OWNED BY {r}; DROP ROLE IF EXISTS {r};")).collect();
-        let url = self.url.clone();
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
-            rt.block_on(async move {
-                let _ = admin(&url).await.batch_execute(&sql).await;
-            });
-        })
-        .join();
+        crate::postgres_loop::drop_batch(self.url.clone(), sql);
     }
 }
 
