@@ -76,6 +76,12 @@ pub struct LanguageEntry {
     /// for long runs, present iff the Language declares `tasks` (see [`LongRuns`]).
     #[serde(rename = "x-long-runs", default, skip_serializing_if = "Option::is_none")]
     pub long_runs: Option<LongRuns>,
+    /// Beyond Pilotage 1.1, ignored by a 1.1 client: `"inline"` when the Language declares its
+    /// validator cheap (`#[loop_tool(validate, inline)]`), so that validations run on the
+    /// request's own task, bounded by the program's size and depth limits and cooperatively in
+    /// time, instead of on an engine thread; absent when they are isolated (the default).
+    #[serde(rename = "x-validation", default, skip_serializing_if = "Option::is_none")]
+    pub validation: Option<String>,
 }
 
 /// The `x-long-runs` member of a Language entry: the execute tool sends progress, honours

@@ -26,9 +26,13 @@
 //! assert!(nonstandard(&standard).is_empty());
 //! ```
 
+mod portable;
+
 use schemars::transform::{transform_subschemas, Transform};
 use schemars::Schema;
 use serde_json::{Map, Value};
+
+pub use self::portable::{any_value, unportable, CONSTRAINING};
 
 /// The `format` values JSON Schema 2020-12 defines (§7.3 of its validation vocabulary).
 pub const STANDARD_FORMATS: &[&str] = &[
@@ -141,7 +145,9 @@ fn integer_range(format: &str) -> Option<(Option<i64>, Option<i64>)> {
 /// [`STANDARD_FORMATS`] is removed, an integer one replaced by its range, and a `type` array
 /// (schemars writes `Option<String>` as `{"type": ["string", "null"]}`, which several model
 /// providers refuse in a tool schema) becomes the same set of values written with `anyOf`, one
-/// branch per type (see [`TYPE_SPECIFIC`]). It reaches every subschema (`properties`, `$defs`,
+/// branch per type (see [`TYPE_SPECIFIC`]), and a subschema that constrains nothing (`{}`,
+/// `true`) or a bare `false` is spelled so that it carries a validation keyword (see
+/// [`any_value`] and the `portable` module). It reaches every subschema (`properties`, `$defs`,
 /// `anyOf`, `items`, ...), never a property merely named `format` or `type`. Add it to a
 /// generator with `SchemaSettings::with_transform(StandardFormats)`.
 ///
@@ -165,6 +171,10 @@ impl Transform for StandardFormats {
             split_type_array(object);
         }
         transform_subschemas(self, schema);
+        // After the subschemas' own rewrites: a `format` dropped there may leave one empty.
+        if let Some(object) = schema.as_object_mut() {
+            portable::portable_children(object);
+        }
     }
 }
 
@@ -262,15 +272,18 @@ fn restrict_format(object: &mut Map<String, Value>) {
     object.remove("format");
 }
 
-/// `schema` with only standard `format` values (see [`StandardFormats`]). A value that is not
-/// a schema (neither an object nor a boolean) is returned unchanged.
+/// `schema` with only standard `format` values, no `type` array and every node constraining
+/// (see [`StandardFormats`]; a root that accepts everything becomes [`any_value`]). A value
+/// that is not a schema (neither an object nor a boolean) is returned unchanged.
 pub fn standardize(schema: Value) -> Value {
     if !(schema.is_object() || schema.is_boolean()) {
         return schema;
     }
     let mut schema = Schema::try_from(schema).unwrap_or_default();
     StandardFormats.transform(&mut schema);
-    schema.to_value()
+    let mut schema = schema.to_value();
+    portable::make_portable(&mut schema, None);
+    schema
 }
 
 /// Every departure of `schema` from JSON Schema 2020-12, one line each with its location
@@ -413,9 +426,13 @@ mod tests {
 
     #[test]
     fn values_that_are_not_schemas_are_returned_as_they_are() {
-        assert_eq!(standardize(json!(true)), json!(true));
         assert_eq!(standardize(json!([1])), json!([1]));
-        assert_eq!(standardize(json!({"format": 3})), json!({}));
+        assert_eq!(standardize(json!("string")), json!("string"));
+        assert_eq!(
+            standardize(json!({"format": 3})),
+            any_value(),
+            "an emptied schema still says what it accepts"
+        );
     }
 
     #[test]
