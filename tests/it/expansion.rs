@@ -254,7 +254,7 @@ mod full {
         /// Checks a workflow document.
         ///
         /// Every step calls one catalog entry.
-        #[loop_tool(validate, name = "validate_workflow")]
+        #[loop_tool(validate, name = "validate_workflow", inline)]
         fn validate(&self, _program: &Json, _v: &mut Validation<WfCode, WfRisk>) {}
 
         /// Runs a workflow.

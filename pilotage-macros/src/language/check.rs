@@ -4,9 +4,10 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use quote::ToTokens;
 use syn::{FnArg, Ident, ImplItem, ImplItemFn, ItemImpl, LitStr, Type};
 
-use super::parse::{attribute_span, parse_tool, Args, CapItem, Entry, RawTool, ToolKind};
+use super::parse::{attribute_span, parse_tool, unknown_key, Args, CapItem, Entry, RawTool, ToolKind};
 use super::shapes::{self, LoopShape, Names, PlainShape};
 use crate::errors::{closest, list, unknown, Errors};
 use crate::guides::{self, Guide};
@@ -63,6 +64,8 @@ pub struct LoopTool {
     pub is_async: bool,
     /// `no_input`: a Run given `input` is refused before the method runs.
     pub no_input: bool,
+    /// `inline`: the validator runs on the request's own task instead of an engine thread.
+    pub inline: bool,
 }
 
 /// A checked plain tool.
@@ -143,11 +146,26 @@ pub fn check(args: Args, tools: &[RawTool], item: &ItemImpl, errors: &mut Errors
         ("codes", args.codes.is_some(), "codes = MyCodes", " (an enum with #[derive(pilotage::Codes)])"),
         ("risk", args.risk.is_some(), "risk = MyRisk", " (an enum with #[derive(pilotage::RiskLevels)])"),
     ];
-    let missing: Vec<String> = required
-        .iter()
-        .filter(|(key, present, ..)| !present && !args.mentioned.contains(key))
-        .map(|(key, _, ex, note)| format!("`{key}`: add `{ex}`{note}"))
-        .collect();
+    let absent: Vec<_> =
+        required.iter().filter(|(key, present, ..)| !present && !args.mentioned.contains(key)).collect();
+    let mut missing: Vec<String> =
+        absent.iter().map(|(key, _, ex, note)| format!("`{key}`: add `{ex}`{note}")).collect();
+    // One unknown key where one required key is missing is that key under another name.
+    match (args.unmatched.as_slice(), absent.as_slice()) {
+        ([meta], [(key, _, ex, _)]) => {
+            let written = meta.path().to_token_stream().to_string().replace(' ', "");
+            errors.spanned(
+                meta.path(),
+                format!("unknown key `{written}`: did you mean `{key}`? It is required: write `{ex}`"),
+            );
+            missing.clear();
+        }
+        (unmatched, _) => {
+            for meta in unmatched {
+                unknown_key(meta, errors);
+            }
+        }
+    }
     if !missing.is_empty() {
         let keys = if missing.len() == 1 { "key" } else { "keys" };
         errors.at(
@@ -169,7 +187,9 @@ pub fn check(args: Args, tools: &[RawTool], item: &ItemImpl, errors: &mut Errors
     let program = args.program.as_ref().and_then(|e| check_program(&e.value, errors));
     let locator =
         one_of(&args.locator, &[("json-pointer", "JsonPointer"), ("text-range", "TextRange")], errors);
-    let caps = args.capabilities.as_ref().map(|e| check_capabilities(e, errors));
+    let caps = args.capabilities.as_ref().map(|e| {
+        empty_capabilities(e, &args, tools, errors).unwrap_or_else(|| check_capabilities(e, errors))
+    });
     let execution = one_of(
         &args.execution,
         &[("immediate", "Immediate"), ("deploy", "Deploy"), ("both", "Both")],
@@ -223,6 +243,8 @@ pub fn check(args: Args, tools: &[RawTool], item: &ItemImpl, errors: &mut Errors
             ),
         ] {
             match (execute, entry) {
+                // A misspelled key was reported already, with the key it was meant as.
+                (Some(_), None) if args.mentioned.contains(&key) => {}
                 (Some(cap), None) => errors.spanned(
                     &cap.ident,
                     format!("`execute` is declared, so `{key}` is required: add `{ex}"),
@@ -264,6 +286,7 @@ pub fn check(args: Args, tools: &[RawTool], item: &ItemImpl, errors: &mut Errors
             ("kinds", args.kinds.as_ref().map(|e| &e.meta), "kinds = MyKinds` (an enum with #[derive(pilotage::EntryKinds)])"),
         ] {
             match (catalog, given) {
+                (Some(_), None) if args.mentioned.contains(&key) => {}
                 (Some(cap), None) => errors.spanned(
                     &cap.ident,
                     format!("the `catalog` capability is declared, so `{key} = ...` is required: add `{ex}"),
@@ -280,6 +303,7 @@ pub fn check(args: Args, tools: &[RawTool], item: &ItemImpl, errors: &mut Errors
     if let Some(caps) = &caps {
         let narrate = caps.get("trace_fetch").and_then(|c| c.subs.iter().find(|s| *s == "narrate"));
         match (narrate, &args.narrate) {
+            (Some(_), None) if args.mentioned.contains(&"narrate") => {}
             (Some(sub), None) => errors.spanned(
                 sub,
                 "`trace_fetch(narrate)` is declared, so `narrate = method` is required: add `narrate = narrate_run` (a method `fn(&self, run: &TraceFetchResponse, question: Option<&str>) -> Option<String>`)",
@@ -300,7 +324,15 @@ pub fn check(args: Args, tools: &[RawTool], item: &ItemImpl, errors: &mut Errors
         risk: args.risk.as_ref().map(|e| e.value.clone()),
         statuses: args.statuses.as_ref().map(|e| e.value.clone()),
     };
-    let tools = check_tools(tools, item, caps.as_ref(), family, &names, args.trace_tool.as_ref(), errors);
+    let tools = check_tools(
+        tools,
+        item,
+        caps.as_ref(),
+        family,
+        &names,
+        (args.trace_tool.as_ref(), args.mentioned.contains(&"trace_tool")),
+        errors,
+    );
     let catalog = args.catalog.as_ref().and_then(|e| {
         let method = find_method(item, &e.value, "catalog", errors)?;
         shapes::catalog(method, errors).map(|ret| (e.value.clone(), ret))
@@ -545,6 +577,54 @@ impl<'a> Caps<'a> {
     }
 }
 
+/// `capabilities()` written empty: one error at the list, with the set the rest of the
+/// declaration implies; every capability is then presumed, so no rule adds to it.
+fn empty_capabilities<'a>(
+    entry: &Entry<Vec<CapItem>>,
+    args: &Args,
+    tools: &[RawTool],
+    errors: &mut Errors,
+) -> Option<Caps<'a>> {
+    let syn::Meta::List(written) = &entry.meta else { return None };
+    if !written.tokens.is_empty() {
+        return None;
+    }
+    let stage = |wanted: &str| {
+        tools.iter().any(|t| match &t.attr.meta {
+            syn::Meta::List(l) => {
+                l.tokens.clone().into_iter().next().is_some_and(|t| t.to_string() == wanted)
+            }
+            _ => false,
+        })
+    };
+    let mut set = vec!["guides", "validate"];
+    if args.catalog.is_some() || args.kinds.is_some() {
+        set.insert(1, "catalog");
+    }
+    let trace_fetch = args.trace_tool.is_some() || stage("trace");
+    if trace_fetch
+        || stage("execute")
+        || args.execution.is_some()
+        || args.trace.is_some()
+        || args.tasks.is_some()
+    {
+        set.push("execute");
+    }
+    if trace_fetch {
+        set.push("trace_fetch");
+    }
+    let all: Vec<&'static str> = CAPABILITIES.iter().map(|c| c.0).collect();
+    errors.spanned(
+        &entry.meta,
+        format!(
+            "`capabilities()` is empty: a Language declares at least `guides` and `validate`; write `capabilities({})` (the capabilities are {}, and `guides(topic_fetch)`, `catalog(search, changed_since)`, `execute(test_run, idempotency)`, `trace_fetch(narrate)` take sub-features)",
+            set.join(", "),
+            list(&all)
+        ),
+    );
+    Some(Caps(BTreeMap::new(), all))
+}
+
 fn check_capabilities<'a>(entry: &'a Entry<Vec<CapItem>>, errors: &mut Errors) -> Caps<'a> {
     let names: Vec<&str> = CAPABILITIES.iter().map(|c| c.0).collect();
     let mut declared: BTreeMap<&'static str, &'a CapItem> = BTreeMap::new();
@@ -638,7 +718,7 @@ fn check_tools(
     caps: Option<&Caps<'_>>,
     family: &str,
     names: &Names,
-    trace_key: Option<&Entry<LitStr>>,
+    (trace_key, trace_misspelled): (Option<&Entry<LitStr>>, bool),
     errors: &mut Errors,
 ) -> Option<Tools> {
     let family: String = family
@@ -659,13 +739,20 @@ fn check_tools(
                 tool_names.push(name.clone());
                 stages.insert(
                     "trace",
-                    LoopTool { name, doc: String::new(), method: None, is_async: false, no_input: false },
+                    LoopTool {
+                        name,
+                        doc: String::new(),
+                        method: None,
+                        is_async: false,
+                        no_input: false,
+                        inline: false,
+                    },
                 );
             }
             None => ok = false,
         }
         served.insert("trace", key.key.clone());
-        if caps.is_some_and(|c| c.get("trace_fetch").is_none()) {
+        if caps.is_some_and(|c| c.get("trace_fetch").is_none() && !c.presumes("trace_fetch")) {
             errors.spanned(
                 &key.meta,
                 "`trace_tool = ...` names the trace-fetch tool, which exists only with the `trace_fetch` capability: add `trace_fetch` to capabilities(...), or remove this key",
@@ -688,6 +775,11 @@ fn check_tools(
         }
         seen_methods.push(raw_tool.item);
         let Some(tool) = parse_tool(raw_tool, errors) else {
+            // The stage was unreadable (reported): the method's shape says which stage it
+            // serves, so the stage is not also reported as missing.
+            if let (true, Some(stage)) = (raw_tool.is_loop, shapes::stage_of_shape(method)) {
+                served.entry(stage).or_insert_with(|| method.sig.ident.clone());
+            }
             ok = false;
             continue;
         };
@@ -734,7 +826,7 @@ fn check_tools(
             }
         };
         match &tool.kind {
-            ToolKind::Loop { stage, no_input } => {
+            ToolKind::Loop { stage, no_input, inline } => {
                 let stage_name = stage_of(stage);
                 let shape = check_method(stage_name, method, names, errors);
                 let needs = match stage_name {
@@ -765,6 +857,7 @@ fn check_tools(
                         method: shape.map(|s| (method.sig.ident.clone(), s)),
                         is_async: method.sig.asyncness.is_some(),
                         no_input: no_input.is_some(),
+                        inline: inline.is_some(),
                     },
                 );
             }
@@ -848,7 +941,9 @@ fn check_tools(
             ),
             ("trace_fetch", "trace", format!("`trace_tool = \"trace_{family}\"` to #[pilotage::language(...)] (the runtime serves trace fetches)")),
         ] {
-            if let (Some(item), false) = (caps.get(cap), served.contains_key(stage)) {
+            // A misspelled `trace_tool` key was reported already.
+            let misspelled = stage == "trace" && trace_misspelled;
+            if let (Some(item), false) = (caps.get(cap), served.contains_key(stage) || misspelled) {
                 let what = if stage == "trace" { "the trace-fetch tool has no name" } else { "no method has `#[loop_tool(execute, ...)]`" };
                 errors.spanned(&item.ident, format!("`{cap}` is declared but {what}: add\n    {example}"));
             }

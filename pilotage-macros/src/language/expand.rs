@@ -109,7 +109,8 @@ pub fn expand(item: &ItemImpl, model: &Model) -> TokenStream {
     let decl = |t: &LoopTool| {
         let name = string(&t.name);
         let doc = string(&t.doc);
-        quote!(#p::ToolDecl { name: #name, doc: #doc })
+        let inline = t.inline;
+        quote!(#p::ToolDecl { name: #name, doc: #doc, inline: #inline })
     };
     let validate_decl = decl(&model.validate);
     let some_decl = |t: &Option<LoopTool>| match t {
@@ -194,7 +195,8 @@ pub fn expand(item: &ItemImpl, model: &Model) -> TokenStream {
                     }
                 }
             });
-            quote!(::std::boxed::Box::pin(async move {
+            // Spanned at the method's name: a future that is not `Send` is reported there.
+            quote_spanned!(method.span()=> ::std::boxed::Box::pin(async move {
                 let mut run = #p::Run::<#statuses>::new(request, recorder);
                 #refuse_input
                 let finish = #call;

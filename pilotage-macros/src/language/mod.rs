@@ -16,14 +16,7 @@ pub fn language(attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut errors = Errors::new();
     let mut item = match syn::parse2::<Item>(item.clone()) {
         Ok(Item::Impl(i)) => i,
-        Ok(_) => {
-            errors.at(
-                Span::call_site(),
-                "#[pilotage::language(...)] goes on an inherent impl block of the engine type: `impl MyEngine { ... }`",
-            );
-            let errors = errors.to_compile_errors();
-            return quote!(#item #errors);
-        }
+        Ok(other) => return misplaced(other),
         Err(e) => {
             let e = e.to_compile_error();
             return quote!(#item #e);
@@ -61,4 +54,42 @@ pub fn language(attr: TokenStream, item: TokenStream) -> TokenStream {
             quote!(#fallback #errors)
         }
     }
+}
+
+/// `#[pilotage::language]` on something other than an impl block: one error at the item's
+/// keyword and name, saying where the attribute goes. A struct or enum also gets the
+/// never-reached `Engine` impl, so serving it adds no "trait not implemented" errors.
+fn misplaced(item: Item) -> TokenStream {
+    let goes = "#[pilotage::language(...)] goes on the `impl` block of your engine";
+    let (at, message, engine) = match &item {
+        Item::Struct(s) => {
+            let (keyword, name) = (&s.struct_token, &s.ident);
+            (quote!(#keyword #name), format!("{goes}, not on its struct: put it on `impl {name} {{ ... }}`, the block whose methods carry `#[loop_tool]`"), Some((name, &s.generics)))
+        }
+        Item::Enum(e) => {
+            let (keyword, name) = (&e.enum_token, &e.ident);
+            (quote!(#keyword #name), format!("{goes}, not on its enum: put it on `impl {name} {{ ... }}`, the block whose methods carry `#[loop_tool]`"), Some((name, &e.generics)))
+        }
+        Item::Fn(f) => {
+            let (keyword, name) = (&f.sig.fn_token, &f.sig.ident);
+            (quote!(#keyword #name), format!("{goes} type, not on a function: `impl MyEngine {{ ... }}`, with `fn {name}` as a method marked `#[loop_tool(...)]` or `#[plain_tool(...)]`"), None)
+        }
+        Item::Trait(t) => {
+            let (keyword, name) = (&t.trait_token, &t.ident);
+            (quote!(#keyword #name), format!("{goes} type, not on a trait: it implements `pilotage::Engine` itself; put it on `impl MyEngine {{ ... }}`"), None)
+        }
+        _ => (quote!(), format!("{goes} type: `impl MyEngine {{ ... }}`"), None),
+    };
+    let error = if at.is_empty() {
+        syn::Error::new(Span::call_site(), message)
+    } else {
+        syn::Error::new_spanned(at, message)
+    }
+    .to_compile_error();
+    let engine = engine.map(|(name, generics)| {
+        let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
+        let block: syn::ItemImpl = syn::parse_quote!(impl #impl_generics #name #ty_generics #where_clause {});
+        expand::fallback(&block)
+    });
+    quote!(#item #engine #error)
 }

@@ -36,6 +36,9 @@ macro_rules! grammar {
             /// Keys that were written (even with a bad value) or that a misspelled key was
             /// taken for: no "missing key" error for them.
             pub mentioned: Vec<&'static str>,
+            /// Unknown keys not close to any key, reported by the checks: one may be a missing
+            /// required key under another name.
+            pub unmatched: Vec<Meta>,
         }
 
         /// The key written with an example value, for messages.
@@ -56,10 +59,14 @@ macro_rules! grammar {
                     }
                     let $key = once(self.$key, errors);
                 )*
+                let mut unmatched = Vec::new();
                 for meta in self.rest.0 {
-                    mentioned.extend(unknown_key(&meta, errors));
+                    match meta.path().get_ident().and_then(|k| closest(&k.to_string(), KEYS)) {
+                        Some(_) => mentioned.extend(unknown_key(&meta, errors)),
+                        None => unmatched.push(meta),
+                    }
                 }
-                Args { $($key,)* mentioned }
+                Args { $($key,)* mentioned, unmatched }
             }
         }
     };
@@ -107,7 +114,7 @@ pub fn parse_args(tokens: TokenStream, errors: &mut Errors) -> Args {
 }
 
 /// Report a key that is not in the grammar; the key it was likely meant as, if any.
-fn unknown_key(meta: &Meta, errors: &mut Errors) -> Option<&'static str> {
+pub fn unknown_key(meta: &Meta, errors: &mut Errors) -> Option<&'static str> {
     let path = meta.path().to_token_stream().to_string().replace(' ', "");
     errors.spanned(meta.path(), unknown("key", &path, KEYS));
     meta.path().get_ident().and(closest(&path, KEYS))
@@ -237,6 +244,8 @@ pub enum ToolKind {
         stage: Ident,
         /// `no_input`: the runtime refuses a Run given `input` (execute only).
         no_input: Option<Ident>,
+        /// `inline`: the validator runs on the request's own task (validate only).
+        inline: Option<Ident>,
     },
     /// `#[plain_tool(name = "...", description = "...", read_only, input_schema = "...")]`.
     Plain { description: Option<LitStr>, read_only: bool, input_schema: Option<LitStr> },
@@ -301,7 +310,7 @@ pub fn take_tools(item: &mut ItemImpl) -> Vec<RawTool> {
 }
 
 const STAGES: [&str; 3] = ["validate", "execute", "trace"];
-const LOOP_KEYS: [&str; 5] = ["validate", "execute", "trace", "name", "no_input"];
+const LOOP_KEYS: [&str; 6] = ["validate", "execute", "trace", "name", "no_input", "inline"];
 const PLAIN_KEYS: [&str; 4] = ["name", "description", "read_only", "input_schema"];
 
 /// `#[loop_tool(...)]` as written. The stage is a bare word, so it arrives in `rest` with the
@@ -312,6 +321,8 @@ struct LoopWritten {
     name: Vec<Value<Text>>,
     #[darling(multiple)]
     no_input: Vec<Value<Flag>>,
+    #[darling(multiple)]
+    inline: Vec<Value<Flag>>,
     #[darling(flatten)]
     rest: Rest,
 }
@@ -399,6 +410,7 @@ pub fn parse_tool(raw: &RawTool, errors: &mut Errors) -> Option<ToolAttr> {
         let written = crate::meta::read::<LoopWritten>(list.tokens.clone(), errors)?;
         let name = once(written.name, errors).map(|e| e.value.0);
         let no_input = once(written.no_input, errors).map(|e| e.key);
+        let inline = once(written.inline, errors).map(|e| e.key);
         let stage = stage(written.rest, usage, errors);
         let Some(stage) = stage else {
             if errors.len() == before {
@@ -412,7 +424,10 @@ pub fn parse_tool(raw: &RawTool, errors: &mut Errors) -> Option<ToolAttr> {
         if let (Some(flag), false) = (&no_input, stage == "execute") {
             errors.spanned(flag, format!("`no_input` declares that programs take no `input` when they run: it goes on `#[loop_tool(execute, ...)]`, not on `{stage}`"));
         }
-        (ToolKind::Loop { stage, no_input }, name)
+        if let (Some(flag), false) = (&inline, stage == "validate") {
+            errors.spanned(flag, format!("`inline` declares a validator cheap enough to run on the request's own task: it goes on `#[loop_tool(validate, ...)]`, not on `{stage}` (every other engine call runs on an engine thread); remove it"));
+        }
+        (ToolKind::Loop { stage, no_input, inline }, name)
     } else {
         let written = crate::meta::read::<PlainWritten>(list.tokens.clone(), errors)?;
         let name = once(written.name, errors).map(|e| e.value.0);

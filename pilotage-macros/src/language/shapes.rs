@@ -519,6 +519,19 @@ fn receiver(method: &ImplItemFn, sig: &str, errors: &mut Errors) -> bool {
     }
 }
 
+/// The loop stage a method's parameters say it serves: `validate` with a `Validation` sink,
+/// `execute` with a `Run`.
+pub fn stage_of_shape(method: &ImplItemFn) -> Option<&'static str> {
+    params(method).iter().find_map(|(_, ty)| {
+        let ty = reference(ty).map_or(*ty, |(_, t)| t);
+        if named(ty, &["Validation"]) {
+            Some("validate")
+        } else {
+            named(ty, &["Run"]).then_some("execute")
+        }
+    })
+}
+
 /// Swap `Validation<Risk, Codes>` back in the emitted impl when that was reported, so the
 /// method's own signature adds no "trait bound not satisfied" errors to the one reported.
 pub fn repair(method: &mut ImplItemFn, names: &Names) {

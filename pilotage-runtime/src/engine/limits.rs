@@ -62,13 +62,6 @@ pub struct Limits {
     /// Diagnostics one validate response carries; past it the rest are counted and a last
     /// `constraint` diagnostic says how many were left out.
     pub max_diagnostics: usize,
-    /// Run each validation on an engine thread, so the time bound holds even against a
-    /// validator that never returns (default). `false` validates inline on the request's task,
-    /// which saves a thread hand-off per request (see `benches/fair.rs`) but bounds time
-    /// only cooperatively (the [`Validation`](super::Validation) sink turns inert at the
-    /// deadline): choose it only for validators whose work is bounded by the program's size and
-    /// depth, which the runtime checks first either way.
-    pub isolate_validation: bool,
     /// Valid verdicts one session keeps per Language, so that execute's re-validation of a
     /// program it has judged valid with the same context against the same `catalog_version`
     /// (validate then execute, or a repeated run) is a look-up instead of an engine call
@@ -89,8 +82,8 @@ impl Default for Limits {
     /// 2 s to validate, 10 s to execute, 10 s for any other engine call, 10 000 steps, 1 MiB
     /// programs, depth 64, 16 MiB per engine call, 1 000 diagnostics, 1 000 retained runs and
     /// 16 MiB of them per session and Language, 256 promoted programs per caller and Language,
-    /// idempotency keys for 24 h, 10 s to keep a Run's record, isolated validation, no
-    /// revalidation cache, 8 running tasks per caller and task records for 1 h.
+    /// idempotency keys for 24 h, 10 s to keep a Run's record, no revalidation cache, 8 running
+    /// tasks per caller and task records for 1 h.
     fn default() -> Self {
         Limits {
             validate_time: Duration::from_secs(2),
@@ -106,7 +99,6 @@ impl Default for Limits {
             store_time: Duration::from_secs(10),
             max_retained_bytes: 16 << 20,
             max_promotions: 256,
-            isolate_validation: true,
             revalidation_cache: 0,
             max_live_tasks: 8,
             task_ttl: Duration::from_secs(3600),

@@ -18,6 +18,13 @@ pub struct ToolDecl {
     pub name: &'static str,
     /// The method's doc comment, appended to the generated description.
     pub doc: &'static str,
+    /// The validate tool only: `#[loop_tool(validate, inline)]`, the author's declaration that
+    /// the validator is cheap, bounded by the program's size and depth (which the runtime checks
+    /// before it runs). It then runs on the request's own task instead of an engine thread,
+    /// saving the hand-off, and its time bound holds only cooperatively (the
+    /// [`Validation`](super::Validation) sink turns inert at the deadline). Always `false` on
+    /// the other tools; the manifest entry says it (`x-validation: "inline"`).
+    pub inline: bool,
 }
 
 /// The loop tools of a Language. `validate` always exists (capability floor).

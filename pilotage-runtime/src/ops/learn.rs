@@ -63,6 +63,7 @@ pub(crate) fn manifest_entry(spec: &LanguageSpec, effective: &CapabilityDeclarat
             cancellation: true,
             tasks: rmcp::model::TASKS_EXTENSION_ID.to_owned(),
         }),
+        validation: spec.tools.validate.inline.then(|| "inline".to_owned()),
     }
 }
 

@@ -11,7 +11,7 @@
 //!
 //! The engine threads make the hand-off cheap when the server is not busy. Waking a sleeping
 //! thread costs tens of microseconds on a virtual machine, more than a small validation itself
-//! (`benches/fair.rs`), and a call pays it twice: once to wake the thread that runs it, once to
+//! (`benches/fair`), and a call pays it twice: once to wake the thread that runs it, once to
 //! wake the worker that answers. So:
 //! - an engine thread that finishes a call while no other call is in flight looks for the next
 //!   one for [`LINGER`] before it sleeps (one thread at most looks; the others sleep);

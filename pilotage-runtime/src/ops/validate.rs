@@ -137,8 +137,9 @@ fn check_size(ctx: Ctx<'_>, program: &Value) -> OpResult<()> {
     Ok(())
 }
 
-/// The engine's validate method under the time bound: on an engine thread when isolated, else
-/// inline and judged after the fact.
+/// The engine's validate method under the time bound: on an engine thread, or inline and judged
+/// after the fact when the Language declares its validator cheap (`#[loop_tool(validate,
+/// inline)]`; its program's size and depth were checked first either way).
 async fn call_validator(ctx: Ctx<'_>, request: ValidateRequest, keep_plan: bool) -> OpResult<ValidationCore> {
     let limits = ctx.lang.limits;
     let engine = ctx.engine();
@@ -147,7 +148,8 @@ async fn call_validator(ctx: Ctx<'_>, request: ValidateRequest, keep_plan: bool)
         true => engine.validate_program(&request),
         false => counting_steps(|| engine.validate_program(&request)),
     };
-    let ended = if limits.isolate_validation { call.run(judge).await } else { call.run_inline(judge) };
+    let ended =
+        if ctx.lang.spec.tools.validate.inline { call.run_inline(judge) } else { call.run(judge).await };
     match ended {
         // Its clock started when it got its slot: the wait is not its time.
         Ok(_) if call.expired() => Err(too_slow(&limits)),

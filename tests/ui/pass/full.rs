@@ -89,7 +89,7 @@ impl Workflow {
     /// Checks a workflow document.
     ///
     /// Every step calls one catalog entry.
-    #[loop_tool(validate, name = "validate_workflow")]
+    #[loop_tool(validate, name = "validate_workflow", inline)]
     fn validate(&self, program: &Json, v: &mut Validation<WfCode, WfRisk>) {
         let Some(steps) = program.get("steps").and_then(Json::as_array) else {
             v.error(WfCode::MalformedStep, "", "expected a `steps` array");
@@ -170,6 +170,7 @@ async fn main() {
     );
     assert!(spec.capabilities.rule_violations().is_empty());
     assert_eq!(spec.tools.validate.doc, "Checks a workflow document.\n\nEvery step calls one catalog entry.");
+    assert!(spec.tools.validate.inline && !spec.tools.execute.as_ref().unwrap().inline);
     assert_eq!(spec.tools.execute.as_ref().unwrap().name, "run_workflow");
     assert_eq!(spec.tools.trace.as_ref().unwrap().name, "trace_run");
     assert_eq!(spec.tools.trace.as_ref().unwrap().doc, "");

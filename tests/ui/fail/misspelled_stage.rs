@@ -1,0 +1,32 @@
+// A misspelled loop-tool stage is one error, with a did-you-mean: not also a missing validate tool or name.
+use pilotage::prelude::*;
+
+#[derive(Clone, Copy, pilotage::Codes)]
+enum TodoCode {
+    Malformed,
+}
+
+#[derive(Clone, Copy, pilotage::RiskLevels)]
+enum TodoRisk {
+    #[risk(read_only)]
+    Safe,
+}
+
+struct Todo;
+
+#[pilotage::language(
+    name = "todo/v1",
+    title = "Todo lists",
+    program = "todo",
+    locator = "json-pointer",
+    capabilities(guides, validate),
+    guides = "../../../../tests/ui/guides/minimal",
+    codes = TodoCode,
+    risk = TodoRisk,
+)]
+impl Todo {
+    #[loop_tool(validaet)]
+    fn validate(&self, _todo: &Json, _v: &mut Validation<TodoCode, TodoRisk>) {}
+}
+
+fn main() {}

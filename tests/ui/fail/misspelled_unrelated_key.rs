@@ -1,0 +1,32 @@
+// An unknown key with no close match, where exactly one required key is missing, is taken for it: one error.
+use pilotage::prelude::*;
+
+#[derive(Clone, Copy, pilotage::Codes)]
+enum TodoCode {
+    Malformed,
+}
+
+#[derive(Clone, Copy, pilotage::RiskLevels)]
+enum TodoRisk {
+    #[risk(read_only)]
+    Safe,
+}
+
+struct Todo;
+
+#[pilotage::language(
+    name = "todo/v1",
+    label = "Todo lists",
+    program = "todo",
+    locator = "json-pointer",
+    capabilities(guides, validate),
+    guides = "../../../../tests/ui/guides/minimal",
+    codes = TodoCode,
+    risk = TodoRisk,
+)]
+impl Todo {
+    #[loop_tool(validate, name = "validate_todo")]
+    fn validate(&self, _todo: &Json, _v: &mut Validation<TodoCode, TodoRisk>) {}
+}
+
+fn main() {}

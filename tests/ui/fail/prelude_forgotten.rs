@@ -1,0 +1,42 @@
+// A forgotten `use pilotage::prelude::*;`: the generated code needs no import, and the errors left are rustc's, each with the import to add.
+#[derive(Clone, Copy, pilotage::Codes)]
+enum TodoCode {
+    Malformed,
+}
+
+#[derive(Clone, Copy, pilotage::RiskLevels)]
+enum TodoRisk {
+    #[risk(read_only)]
+    Safe,
+}
+
+struct Todo;
+
+#[pilotage::language(
+    name = "todo/v1",
+    title = "Todo lists",
+    program = "todo",
+    locator = "json-pointer",
+    capabilities(guides, validate, execute),
+    execution = "immediate",
+    trace = "full",
+    retention = "session",
+    guides = "../../../../tests/ui/guides/minimal",
+    codes = TodoCode,
+    risk = TodoRisk,
+)]
+impl Todo {
+    #[loop_tool(validate, name = "validate_todo")]
+    fn validate(&self, todo: &Json, v: &mut Validation<TodoCode, TodoRisk>) {
+        if !todo.is_object() {
+            v.error(TodoCode::Malformed, "", "a todo list is an object");
+        }
+    }
+
+    #[loop_tool(execute, name = "run_todo")]
+    async fn run(&self, _todo: &Json, _run: &mut Run) -> Finish {
+        Finish::done()
+    }
+}
+
+fn main() {}
