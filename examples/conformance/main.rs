@@ -5,7 +5,10 @@
 //! cargo run --example conformance -- --endpoint http://127.0.0.1:8787/mcp --language workflow/v1
 //! cargo run --example conformance -- --stdio 'target/debug/examples/calc' --language calc/v1
 //! cargo run --example conformance -- --endpoint http://127.0.0.1:8787/mcp --only PIL-EXECUTE-DRIFT-B
+//! cargo run --example conformance -- --endpoint http://127.0.0.1:8787/mcp --stateless
 //! ```
+//!
+//! Every vector reaches the server through `pilotage::host` (see `runner/client.rs`).
 //!
 //! Prints `PASS|FAIL|SKIP <ID> <reason>` per vector and per binding case, then
 //! `N passed, N failed, N skipped`; exits non-zero on any FAIL. Bindings live in
@@ -21,10 +24,10 @@ mod bindings;
 mod runner;
 
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::Parser;
-use serde_json::json;
+use futures::FutureExt;
+use pilotage::host::Host;
 
 use runner::client::{Client, Connector};
 use runner::spawn::split_command;
@@ -46,25 +49,44 @@ struct Cli {
     /// Run only this vector (or binding case, e.g. "CASE code:unknown_capability").
     #[arg(long, value_name = "ID")]
     only: Option<String>,
-    /// Over HTTP, accept only application/json responses (no SSE).
+    /// Over HTTP, speak the stateless revision (MCP 2026-07-28): no session, the client
+    /// capabilities in every request.
     #[arg(long)]
-    plain_json: bool,
+    stateless: bool,
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    let (connector, transport): (Connector, String) = match (&cli.endpoint, &cli.stdio) {
+    let connector = match (&cli.endpoint, &cli.stdio) {
         (Some(url), _) => {
-            let url = url.clone();
-            let style = if cli.plain_json { HttpStyle::Plain } else { HttpStyle::Full };
-            (
-                Arc::new(move || Client::from(Conn::http(&url, style))),
-                format!("{} ({style:?})", cli.endpoint.as_deref().unwrap_or_default()),
-            )
+            let (host_url, raw_url, stateless) = (url.clone(), url.clone(), cli.stateless);
+            let connector = Connector::new(
+                format!("{url} ({})", if stateless { "stateless" } else { "sessionful" }),
+                move |grant| {
+                    let connect = Host::http(host_url.clone()).approver(grant);
+                    let connect = if stateless { connect.stateless() } else { connect };
+                    connect.connect().boxed()
+                },
+                move || Client::from(Conn::http(&raw_url, HttpStyle::Full)),
+            );
+            if stateless {
+                connector.stateless()
+            } else {
+                connector
+            }
         }
         (None, Some(line)) => match split_command(line) {
-            Ok(words) => (Arc::new(move || Client::spawn(&words)), format!("stdio `{line}`")),
+            Ok(words) => {
+                let raw = words.clone();
+                Connector::new(
+                    format!("stdio `{line}`"),
+                    move |grant| {
+                        Host::command(words[0].clone(), words[1..].to_vec()).approver(grant).connect().boxed()
+                    },
+                    move || Client::spawn(&raw),
+                )
+            }
             Err(e) => {
                 eprintln!("error: --stdio: {e}");
                 return ExitCode::from(2);
@@ -75,16 +97,13 @@ async fn main() -> ExitCode {
     let language = match cli.language {
         Some(l) => l,
         None => {
-            let mut client = connector();
-            client.initialize(true).await;
-            let response =
-                client.request("tools/call", json!({"name": "pilotage_manifest", "arguments": {}})).await;
-            let names: Vec<String> = response["result"]["structuredContent"]["languages"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|l| l["name"].as_str().map(str::to_owned))
-                .collect();
+            let names = match connector.host().await {
+                Ok(host) => host.languages(),
+                Err(e) => {
+                    eprintln!("error: connecting through the Host: {e}");
+                    return ExitCode::from(2);
+                }
+            };
             match names.as_slice() {
                 [one] => one.clone(),
                 _ => {
@@ -102,6 +121,7 @@ async fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     };
+    let transport = connector.label.clone();
     let report = runner::run(&connector, &binding, &transport, cli.only.as_deref()).await;
     print!("{}", report.table());
     if report.failed() > 0 {

@@ -25,10 +25,9 @@ use pilotage::model::errors::ErrorKind;
 use serde_json::{json, Value};
 
 use runner::binding::Surface;
-use runner::client::{Client, Connector};
+use runner::client::Connector;
 use runner::ctx::{declares, language_entry};
 use runner::Report;
-use support::{Conn, HttpServer, HttpStyle};
 
 /// One declared closed set, read from the closed-sets guide the server publishes.
 #[derive(Clone, Debug, Default)]
@@ -79,7 +78,9 @@ fn guide_members(body: &str, keyword: &str) -> BTreeSet<String> {
 
 /// The closed-sets guide body and the Language entry, through the endpoint.
 async fn published(connector: &Connector, language: &str) -> (String, Value, Value, Vec<Value>) {
-    let mut client = connector();
+    // The published closed sets, read over the raw client: this is the gate's own reading of
+    // what the server publishes, not a vector.
+    let mut client = (connector.raw)();
     client.initialize(true).await;
     let m = client.request("tools/call", json!({"name": "pilotage_manifest", "arguments": {}})).await;
     let manifest = m["result"]["structuredContent"].clone();
@@ -268,8 +269,7 @@ async fn gate_language(
 #[tokio::test]
 async fn workflow_every_reachable_member_has_both_cases() {
     let server = pilotage::Server::builder().language(workflow::Workflow::new).build().unwrap();
-    let http = HttpServer::start(&server).await;
-    let connector: Connector = Arc::new(move || Client::from(http.connect(HttpStyle::Plain)));
+    let connector = crate::conformance::http(&server).await;
     let sets = workflow::Workflow::new().language_spec().sets.clone();
     let unreachable = [
         (
@@ -291,8 +291,7 @@ async fn workflow_every_reachable_member_has_both_cases() {
 #[tokio::test]
 async fn sql_every_reachable_member_has_both_cases() {
     let server = pilotage::Server::builder().language(sql::Sql::factory(None)).build().unwrap();
-    let http = HttpServer::start(&server).await;
-    let connector: Connector = Arc::new(move || Client::from(http.connect(HttpStyle::Plain)));
+    let connector = crate::conformance::http(&server).await;
     let sets = sql::Sql::demo().language_spec().sets.clone();
     let unreachable = [
         (Surface::Status, "promotion_drift", "no promoted programs: no entry kind is marked promoted (Part IV §4.2)"),
@@ -321,8 +320,7 @@ async fn automation_every_reachable_member_has_both_cases() {
         .state(Arc::new(runs))
         .build()
         .unwrap();
-    let http = HttpServer::start(&server).await;
-    let connector: Connector = Arc::new(move || Client::from(http.connect(HttpStyle::Plain)));
+    let connector = crate::conformance::http(&server).await;
     let (body, entry, effective, tools) = published(&connector, "automation/v1").await;
     let sets = automation::Automation::new().language_spec().sets.clone();
     let declared = Declared::of(&sets, &body);
@@ -351,7 +349,7 @@ async fn automation_every_reachable_member_has_both_cases() {
 
 #[tokio::test]
 async fn calc_every_reachable_member_has_both_cases() {
-    let connector: Connector = Arc::new(|| Client::from(Conn::stdio("calc", &[])));
+    let connector = crate::conformance::stdio("calc");
     let (body, entry, effective, tools) = published(&connector, "calc/v1").await;
     // calc's engine type is private to its binary: the published guide is the declaration.
     let declared =
@@ -401,8 +399,7 @@ async fn postgres_every_reachable_member_has_both_cases() {
     let db = f.db(Some(&f.writer));
     let sets = crate::postgres::Pg::factory(db.clone(), true)().language_spec().sets.clone();
     let server = pilotage::Server::builder().engine(crate::postgres::Pg::factory(db, true)).build().unwrap();
-    let http = HttpServer::start(&server).await;
-    let connector: Connector = Arc::new(move || Client::from(http.connect(HttpStyle::Plain)));
+    let connector = crate::conformance::http(&server).await;
     let unreachable = [
         (Surface::Code, "unavailable", "needs PostgreSQL to stop answering between the catalog and the check"),
         (Surface::Status, "promotion_drift", "no promoted programs: no entry kind is marked promoted (Part IV §4.2)"),

@@ -1,6 +1,7 @@
 //! The official conformance vectors, run in-process by the conformance runner
-//! (`examples/conformance`) against every example engine, over Streamable HTTP (in-process
-//! server, SSE and plain-JSON clients) and over stdio (the example binaries as child
+//! (`examples/conformance`, which reaches every server through `pilotage::host`) against every
+//! example engine, over Streamable HTTP (in-process server; sessionful, answering SSE, and
+//! stateless, MCP 2026-07-28, answering JSON) and over stdio (the example binaries as child
 //! processes). Each run must have zero FAIL; over the union of engines, every server-target
 //! vector must PASS somewhere, except an explicit, shrinking allow-list.
 //!
@@ -12,6 +13,9 @@ use pilotage::testkit::TempStore;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use futures::FutureExt;
+use pilotage::host::Host;
+use pilotage::transport::HttpOptions;
 use runner::binding::{Binding, Observe};
 use runner::client::{Client, Connector};
 use runner::{Report, Verdict};
@@ -47,18 +51,53 @@ fn automation_server(store: &TempStore) -> pilotage::Server {
 }
 
 /// A connector spawning the example binary `name` over stdio (built once by the support
-/// layer).
-fn stdio(name: &'static str) -> Connector {
-    Arc::new(move || Client::from(Conn::stdio(name, &[])))
+/// layer), through the Host.
+pub(crate) fn stdio(name: &'static str) -> Connector {
+    stdio_with(name, Vec::new())
 }
 
-async fn http(server: &pilotage::Server, style: HttpStyle) -> Connector {
+pub(crate) fn stdio_with(name: &'static str, args: Vec<String>) -> Connector {
+    let program = support::example_binary(name).display().to_string();
+    let raw_args = args.clone();
+    Connector::new(
+        format!("stdio {name}"),
+        move |grant| Host::command(program.clone(), args.clone()).approver(grant).connect().boxed(),
+        move || {
+            let args: Vec<&str> = raw_args.iter().map(String::as_str).collect();
+            Client::from(Conn::stdio(name, &args))
+        },
+    )
+}
+
+/// A connector to `server` over sessionful Streamable HTTP, through the Host.
+pub(crate) async fn http(server: &pilotage::Server) -> Connector {
     let http = HttpServer::start(server).await;
-    Arc::new(move || Client::from(http.connect(style)))
+    let url = http.url().to_owned();
+    Connector::new(
+        "http (sessionful)",
+        move |grant| Host::http(url.clone()).approver(grant).connect().boxed(),
+        move || Client::from(http.connect(HttpStyle::Full)),
+    )
 }
 
-/// Print the table and fail on any FAIL.
-fn assert_no_fail(report: &Report) {
+/// A connector to `server` served statelessly (MCP 2026-07-28, JSON answers), through the
+/// Host speaking the stateless revision.
+pub(crate) async fn stateless(server: &pilotage::Server) -> Connector {
+    let http =
+        HttpServer::start_with(server, HttpOptions { stateless: true, ..HttpOptions::default() }).await;
+    let url = http.url().to_owned();
+    Connector::new(
+        "http (stateless)",
+        move |grant| Host::http(url.clone()).stateless().approver(grant).connect().boxed(),
+        move || Client::from(http.connect(HttpStyle::Plain)),
+    )
+    .stateless()
+}
+
+/// Print the table and fail on any FAIL; every execute request a vector sent passed the
+/// Host's gate (each was held and granted by the runner's approver).
+fn assert_no_fail(report: &Report, connector: &Connector) {
+    assert!(connector.granted() > 0, "no execute request went through the Host's gate");
     println!("{}", report.table());
     let failed: Vec<String> = report
         .rows
@@ -79,64 +118,74 @@ fn assert_no_fail(report: &Report) {
     }
 }
 
-#[tokio::test]
-async fn workflow_over_http_sse() {
-    let server = workflow_server();
-    let report =
-        runner::run(&http(&server, HttpStyle::Full).await, &binding("workflow/v1"), "http (SSE)", None).await;
-    assert_no_fail(&report);
+/// Run the vectors of `language` through `connector` and require zero FAIL.
+async fn conform(connector: Connector, language: &str) {
+    let report = runner::run(&connector, &binding(language), &connector.label.clone(), None).await;
+    assert_no_fail(&report, &connector);
+}
+
+fn calc_server() -> pilotage::Server {
+    pilotage::Server::builder().name("conformance", "0").language(|| calc::Calc).build().unwrap()
 }
 
 #[tokio::test]
-async fn workflow_over_http_plain_json() {
-    let server = workflow_server();
-    let report =
-        runner::run(&http(&server, HttpStyle::Plain).await, &binding("workflow/v1"), "http (JSON)", None)
-            .await;
-    assert_no_fail(&report);
+async fn workflow_over_http() {
+    conform(http(&workflow_server()).await, "workflow/v1").await;
 }
 
 #[tokio::test]
 async fn workflow_over_stdio() {
-    let report = runner::run(&stdio("workflow"), &binding("workflow/v1"), "stdio", None).await;
-    assert_no_fail(&report);
+    conform(stdio("workflow"), "workflow/v1").await;
 }
 
 #[tokio::test]
-async fn sql_over_http_sse() {
-    let server = sql_server();
-    let report =
-        runner::run(&http(&server, HttpStyle::Full).await, &binding("sql/sqlite-3"), "http (SSE)", None)
-            .await;
-    assert_no_fail(&report);
+async fn sql_over_http() {
+    conform(http(&sql_server()).await, "sql/sqlite-3").await;
 }
 
 #[tokio::test]
 async fn sql_over_stdio() {
-    let report = runner::run(&stdio("sql"), &binding("sql/sqlite-3"), "stdio", None).await;
-    assert_no_fail(&report);
+    conform(stdio("sql"), "sql/sqlite-3").await;
 }
 
 #[tokio::test]
-async fn automation_over_http_sse() {
+async fn automation_over_http() {
     let store = TempStore::new("http");
-    let server = automation_server(&store);
-    let report =
-        runner::run(&http(&server, HttpStyle::Full).await, &binding("automation/v1"), "http (SSE)", None)
-            .await;
-    assert_no_fail(&report);
+    conform(http(&automation_server(&store)).await, "automation/v1").await;
+}
+
+/// A stateless deployment (MCP 2026-07-28): every sessionless request is the one anonymous
+/// caller, so the runs, promotions and catalog changes of one request are there for the next.
+/// Only automation/v1 (retention "PT1H", a durable store) and calc/v1 (retention "none") can
+/// be deployed so: workflow/v1 and sql/sqlite-3 keep runs for the session ("session"
+/// retention), which a stateless deployment may not declare (Part III §8.1).
+///
+/// Ignored: measured 65 passed, 4 failed, 9 skipped. The 4 FAILs come from every vector
+/// sharing the one anonymous world of a stateless deployment, not from the Host:
+/// PIL-EXECUTE-DRIFT-B and -DRIFT-BEFORE-VALIDATION-B ("the catalog change did not move
+/// catalog_version") and CASE status:mode_mismatch, status:stale (a device fault injected by an
+/// earlier vector still makes `hall_light` time out). Needs per-vector isolation (a fresh server
+/// per vector, or an authenticator giving each vector its own caller).
+#[tokio::test]
+#[ignore = "4 FAILs from the shared anonymous world of a stateless deployment; see the doc comment"]
+async fn automation_over_http_stateless() {
+    let store = TempStore::new("stateless");
+    let server = pilotage::Server::builder()
+        .name("conformance", "0")
+        .language(automation::Automation::new)
+        .state(Arc::new(store.open()))
+        .stateless(true)
+        .anonymous_sessionless()
+        .build()
+        .unwrap();
+    conform(stateless(&server).await, "automation/v1").await;
 }
 
 #[tokio::test]
 async fn automation_over_stdio() {
     let store = TempStore::new("stdio");
-    let args = ["--store".to_owned(), store.path().display().to_string()];
-    let connector: Connector = Arc::new(move || {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        Client::from(Conn::stdio("automation", &args))
-    });
-    let report = runner::run(&connector, &binding("automation/v1"), "stdio", None).await;
-    assert_no_fail(&report);
+    let args = vec!["--store".to_owned(), store.path().display().to_string()];
+    conform(stdio_with("automation", args), "automation/v1").await;
 }
 
 /// Both Languages of the `combined` example (one manifest, server-level default capabilities
@@ -144,24 +193,31 @@ async fn automation_over_stdio() {
 #[tokio::test]
 async fn combined_over_stdio() {
     for language in ["workflow/v1", "sql/sqlite-3"] {
-        let report = runner::run(&stdio("combined"), &binding(language), "stdio (combined)", None).await;
-        assert_no_fail(&report);
+        conform(stdio("combined"), language).await;
     }
 }
 
 #[tokio::test]
 async fn calc_over_http() {
-    let server =
-        pilotage::Server::builder().name("conformance", "0").language(|| calc::Calc).build().unwrap();
-    let report =
-        runner::run(&http(&server, HttpStyle::Full).await, &binding("calc/v1"), "http (SSE)", None).await;
-    assert_no_fail(&report);
+    conform(http(&calc_server()).await, "calc/v1").await;
+}
+
+/// calc/v1 as a stateless deployment (see `automation_over_http_stateless`).
+#[tokio::test]
+async fn calc_over_http_stateless() {
+    let server = pilotage::Server::builder()
+        .name("conformance", "0")
+        .language(|| calc::Calc)
+        .stateless(true)
+        .anonymous_sessionless()
+        .build()
+        .unwrap();
+    conform(stateless(&server).await, "calc/v1").await;
 }
 
 #[tokio::test]
 async fn calc_over_stdio() {
-    let report = runner::run(&stdio("calc"), &binding("calc/v1"), "stdio", None).await;
-    assert_no_fail(&report);
+    conform(stdio("calc"), "calc/v1").await;
 }
 
 /// `sql/postgres` over Streamable HTTP, on a throwaway schema of the test PostgreSQL, the
@@ -174,10 +230,7 @@ async fn postgres_over_http_sse() {
     }
     let f = crate::postgres_loop::Fixture::new("conf_http").await;
     let server = f.server(Some(&f.writer));
-    let report =
-        runner::run(&http(&server, HttpStyle::Full).await, &binding("sql/postgres"), "http (SSE)", None)
-            .await;
-    assert_no_fail(&report);
+    conform(http(&server).await, "sql/postgres").await;
 }
 
 /// `sql/postgres` over stdio: the `postgres` example binary, as its README starts it.
@@ -200,12 +253,7 @@ async fn postgres_over_stdio() {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    let connector: Connector = Arc::new(move || {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        Client::from(Conn::stdio("postgres", &args))
-    });
-    let report = runner::run(&connector, &binding("sql/postgres"), "stdio", None).await;
-    assert_no_fail(&report);
+    conform(stdio_with("postgres", args), "sql/postgres").await;
 }
 
 /// Over the union of the example engines, every server-target vector passes on some engine,
@@ -217,9 +265,9 @@ async fn every_server_vector_is_reached_by_some_engine() {
     let store = TempStore::new("union");
     let automation = automation_server(&store);
     let reports = vec![
-        runner::run(&http(&automation, HttpStyle::Full).await, &binding("automation/v1"), "http", None).await,
-        runner::run(&http(&server, HttpStyle::Full).await, &binding("workflow/v1"), "http", None).await,
-        runner::run(&http(&sql, HttpStyle::Full).await, &binding("sql/sqlite-3"), "http", None).await,
+        runner::run(&http(&automation).await, &binding("automation/v1"), "http", None).await,
+        runner::run(&http(&server).await, &binding("workflow/v1"), "http", None).await,
+        runner::run(&http(&sql).await, &binding("sql/sqlite-3"), "http", None).await,
         runner::run(&stdio("calc"), &binding("calc/v1"), "stdio", None).await,
     ];
     let mut skipped: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -266,7 +314,7 @@ async fn every_server_vector_is_reached_by_some_engine() {
 #[tokio::test]
 async fn a_wrong_binding_fails() {
     let server = workflow_server();
-    let connector = http(&server, HttpStyle::Plain).await;
+    let connector = http(&server).await;
     let mut wrong = binding("workflow/v1");
     if let Ok(b) = &mut wrong.branching {
         b.took = "other";

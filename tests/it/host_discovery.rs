@@ -132,3 +132,84 @@ async fn stateless_requests_carry_the_capabilities_and_rediscover_when_old() {
     }
     task.abort();
 }
+
+/// A stateless endpoint answering `check_tiny` as an SSE stream that carries
+/// `notifications/tools/list_changed` before the response, when `announce` is set.
+async fn announcing_endpoint(
+    State((seen, announce)): State<(Seen, Arc<Mutex<bool>>)>,
+    headers: HeaderMap,
+    body: String,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let request: Value = serde_json::from_str(&body).unwrap();
+    let sse = request["params"]["name"] == "check_tiny" && *announce.lock().unwrap();
+    let axum::Json(answer) = stateless_endpoint(State(seen), headers, body).await;
+    if !sse {
+        return axum::Json(answer).into_response();
+    }
+    let notification = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+    let stream = format!("event: message\ndata: {notification}\n\nevent: message\ndata: {answer}\n\n");
+    ([("content-type", "text/event-stream")], stream).into_response()
+}
+
+/// Part III §3.3 on the stateless revision: a `tools/list_changed` the server puts in the SSE
+/// answer to a request is honoured (the next request rediscovers); the manifest's age alone
+/// does not trigger it here (the default 60 s bound).
+#[tokio::test]
+async fn a_stateless_host_rediscovers_after_a_list_changed_in_an_answer_stream() {
+    let seen: Seen = Arc::default();
+    let announce = Arc::new(Mutex::new(false));
+    let app = axum::Router::new()
+        .route("/mcp", axum::routing::post(announcing_endpoint))
+        .with_state((seen.clone(), announce.clone()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let host = Host::http(&url).stateless().approver(Recording::denying()).connect().await.unwrap();
+    let tiny = host.language("tiny/v1").unwrap();
+    let manifests =
+        || seen.lock().unwrap().iter().filter(|(r, _)| r["params"]["name"] == "pilotage_manifest").count();
+    assert!(tiny.validate(json!({})).await.unwrap().valid());
+    assert_eq!(manifests(), 1, "fresh: no rediscovery");
+    *announce.lock().unwrap() = true;
+    assert!(tiny.validate(json!({})).await.unwrap().valid(), "the response after the notification is read");
+    *announce.lock().unwrap() = false;
+    assert_eq!(manifests(), 1);
+    assert!(tiny.validate(json!({})).await.unwrap().valid());
+    assert_eq!(manifests(), 2, "the announced change makes the next request rediscover");
+    task.abort();
+}
+
+/// The other §3.3 triggers: an `unknown_baseline` request error and a `catalog_drift` outcome
+/// make the next request rediscover (here through exact calls, the path the conformance
+/// runner takes; the loop's own calls share it).
+#[tokio::test]
+async fn unknown_baseline_and_catalog_drift_make_the_host_rediscover() {
+    let replace = Arc::new(|tool: &str, args: &Value| match tool {
+        "pilotage_catalog" if args.get("changed_since").is_some() => Some(Reply::Result(json!({
+            "content": [{"type": "text", "text": "unknown baseline"}],
+            "structuredContent": {"error": {"kind": "unknown_baseline", "message": "no such baseline"}}, "isError": true
+        }))),
+        "run_workflow" => Some(Reply::Result(json!({
+            "content": [{"type": "text", "text": "drift"}],
+            "structuredContent": {"run_id": "r", "outcome": {"ok": false, "status": "catalog_drift", "error": "moved"}}
+        }))),
+        _ => None,
+    });
+    let server = Wrapped::workflow(replace);
+    let host = server.host_over_pipes().await;
+    let object = |v: Value| v.as_object().cloned().unwrap();
+    let list = object(json!({"language": "workflow/v1", "verb": "list"}));
+    host.call_tool("pilotage_catalog", list.clone()).await.unwrap();
+    assert_eq!(server.count("pilotage_manifest"), 1);
+    let stale_baseline = object(json!({"language": "workflow/v1", "verb": "list", "changed_since": "cv_0"}));
+    let answer = host.call_tool("pilotage_catalog", stale_baseline).await.unwrap();
+    assert_eq!(answer.request_failure().unwrap().kind, pilotage::model::errors::ErrorKind::UnknownBaseline);
+    host.call_tool("pilotage_catalog", list.clone()).await.unwrap();
+    assert_eq!(server.count("pilotage_manifest"), 2, "unknown_baseline makes the next request rediscover");
+    let run = object(json!({"workflow": workflow_call("cap_read_user_profile"), "trace_level": "summary"}));
+    let drifted = host.call_tool("run_workflow", run).await.unwrap();
+    assert_eq!(drifted.structured.unwrap()["outcome"]["status"], "catalog_drift");
+    host.call_tool("pilotage_catalog", list).await.unwrap();
+    assert_eq!(server.count("pilotage_manifest"), 3, "catalog_drift makes the next request rediscover");
+}

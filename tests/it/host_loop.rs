@@ -1,7 +1,8 @@
 //! The standard loop's Host duties (Part II §7.1, §7.2, §7.5) against a workflow server that
 //! records every `tools/call`: what execute carries (`expected_catalog_version` from the
 //! validation, a trace level of at least `summary`), `catalog_drift` recovery (validate again,
-//! resume) and its bound, and members the tool does not declare never sent.
+//! resume) and its bound, `promotion_drift` terminal (never retried nor revalidated), and
+//! members the tool does not declare never sent.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -134,4 +135,76 @@ async fn promoted_programs_are_gated_on_their_entrys_risk() {
     let unknown = auto.execute_promoted("prog_0000", &options).await.unwrap_err();
     assert_eq!(unknown.request_kind(), Some(pilotage::model::errors::ErrorKind::NotFound));
     let _ = std::fs::remove_file(&file);
+}
+
+/// `promotion_drift` is terminal (Part II §7.5): unlike `catalog_drift`, the Host neither
+/// validates again nor resends execute; the outcome comes back once, typed
+/// ([`RunStatus::PromotionDrift`]), with the server's words kept in the response.
+#[tokio::test]
+async fn promotion_drift_is_terminal_neither_retried_nor_revalidated() {
+    let replace = Arc::new(|tool: &str, _: &Value| {
+        (tool == "run_workflow").then(|| {
+            Reply::Result(json!({
+                "content": [{"type": "text", "text": "drift"}],
+                "structuredContent": {"run_id": "r-pdrift", "outcome": {"ok": false, "status": "promotion_drift", "error": "the promoted body changed"}}
+            }))
+        })
+    });
+    let server = Wrapped::workflow(replace);
+    let (url, task) = server.serve().await;
+    // Recoveries allowed: none is spent on a promotion drift.
+    let limits = HostLimits { max_drift_recoveries: 5, ..HostLimits::default() };
+    let host = Host::http(&url).limits(limits).connect().await.unwrap();
+    let options = ExecuteOptions { input: Some(user_42()), ..ExecuteOptions::default() };
+    let run = ran(host
+        .language("workflow/v1")
+        .unwrap()
+        .run(workflow_call("cap_read_user_profile"), &options)
+        .await
+        .unwrap());
+    assert_eq!(run.status, RunStatus::PromotionDrift);
+    assert_eq!(run.response.outcome.status(), "promotion_drift");
+    assert_eq!(run.response.run_id, "r-pdrift");
+    assert_eq!(server.count("validate_workflow"), 1, "not validated again");
+    assert_eq!(server.count("run_workflow"), 1, "not sent again");
+    task.abort();
+}
+
+/// Exact requests (`Host::call_tool`, the conformance runner's path) keep the gate: an execute
+/// request is always held (no validation vouches for it) and, denied, never sent; other tools
+/// go through without asking, and the answer comes back whatever it says.
+#[tokio::test]
+async fn an_exact_execute_request_is_held_by_the_gate() {
+    let server = Wrapped::workflow(none());
+    let (url, task) = server.serve().await;
+    let program = workflow_call("cap_read_user_profile");
+    let run = json!({"workflow": program, "input": user_42(), "trace_level": "summary"});
+    let run = run.as_object().cloned().unwrap();
+    let denying = Recording::denying();
+    let host = Host::http(&url).approver(denying.clone()).connect().await.unwrap();
+    let Err(HostError::Denied(denial)) = host.call_tool("run_workflow", run.clone()).await else {
+        panic!("an exact execute request was not held")
+    };
+    assert_eq!(denial.request.reasons, [pilotage::host::GateReason::Unvalidated]);
+    assert_eq!(denial.request.runnable, pilotage::host::Runnable::Program(program.clone()));
+    assert_eq!(denial.request.unverified_claims, pilotage::host::UNVERIFIED_CLAIMS);
+    assert_eq!(server.count("run_workflow"), 0, "the server saw no execute request");
+    let validate = json!({"workflow": program}).as_object().cloned().unwrap();
+    let answer = host.call_tool("validate_workflow", validate).await.unwrap();
+    assert_eq!(answer.structured.unwrap()["valid"], true);
+    assert_eq!(denying.asked().len(), 1, "validation needs no approval");
+    // A request error comes back as the answer, and reads as a typed failure.
+    let unknown = json!({"language": "workflow/v1", "id": "no-such-guide"}).as_object().cloned().unwrap();
+    let answer = host.call_tool("pilotage_get_guide", unknown).await.unwrap();
+    assert_eq!(answer.request_failure().map(|f| f.kind), Some(pilotage::model::errors::ErrorKind::NotFound));
+    let read = answer.read::<Value>("pilotage_get_guide").unwrap_err();
+    assert_eq!(read.request_kind(), Some(pilotage::model::errors::ErrorKind::NotFound));
+
+    let granting = Recording::granting();
+    let host = Host::http(&url).approver(granting.clone()).connect().await.unwrap();
+    let answer = host.call_tool("run_workflow", run).await.unwrap();
+    let response: pilotage::model::execution::ExecuteResponse = answer.read("run_workflow").unwrap();
+    assert!(response.outcome.ok(), "{response:?}");
+    assert_eq!((granting.asked().len(), server.count("run_workflow")), (1, 1));
+    task.abort();
 }

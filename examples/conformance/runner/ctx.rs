@@ -1,6 +1,10 @@
-//! One vector's session: a fresh, initialized connection, the manifest, the tool list, the
-//! Language under test, and the helpers every executor uses (calls by abstract operation,
-//! placeholder binding, hooks).
+//! One vector's session: a fresh [`Host`] connection (connected and discovered by
+//! `pilotage::host`), the manifest, the tool list and the program argument as the Host
+//! discovered them, the Language under test, and the helpers every executor uses (calls by
+//! abstract operation, placeholder binding, hooks). Every tool call goes through
+//! [`Host::call_tool`] (exact arguments; execute requests pass the Host's risk gate, granted by
+//! the runner's [`Grant`](super::client::Grant)), and every loop answer is also read with the
+//! Host's typed readers, which must agree with the official schema.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -9,25 +13,26 @@ use serde_json::{json, Map, Value};
 
 use super::assert::{is_error, structured, Evidence, Prose, Stop};
 use super::binding::{Binding, Bound, Observe, ToolHook};
-use super::client::{Client, Connector};
+use super::client::Connector;
 use super::vectors::Vector;
 use crate::support::schemas::{self, ToolKind};
-use crate::support::EXT;
+use pilotage::host::{Host, HostError, ToolAnswer, ToolInfo};
+use pilotage::model::execution::ExecuteResponse;
+use pilotage::model::plan::ValidateResponse;
+use pilotage::model::trace::TraceFetchResponse;
 
 /// The session of one vector.
 pub struct Ctx<'a> {
-    pub client: Client,
+    pub host: Host,
     pub binding: &'a Binding,
     pub connector: &'a Connector,
-    /// The `initialize` response.
-    pub init: Value,
-    /// The `pilotage_manifest` result.
+    /// The `pilotage_manifest` result, as the Host's (re)discovery read it.
     pub manifest: Value,
     /// The Language's manifest entry.
     pub lang: Value,
     /// Its effective capability map (Language-level overriding Server-level).
     pub effective: Value,
-    /// `tools/list`.
+    /// `tools/list`, as the Host discovered it.
     pub tools: Vec<Value>,
     /// The program-bearing argument, read from the validate tool's `_meta` declaration.
     pub argument: String,
@@ -77,43 +82,71 @@ pub fn declares(effective: &Value, what: &str) -> bool {
     }
 }
 
-/// The program declaration of `tool` for `language`: its program argument.
-fn declared_argument(tool: &Value, language: &str) -> Option<String> {
-    let meta = &tool["_meta"][EXT];
-    if meta["language"] == language {
-        return meta["argument"].as_str().map(str::to_owned);
+/// A tool the Host discovered, as the `tools/list` entry the executors read.
+fn tool_json(tool: &ToolInfo) -> Value {
+    let mut out = json!({"name": tool.name, "inputSchema": tool.input_schema});
+    let members = [
+        ("description", tool.description.clone().map(Value::from)),
+        ("outputSchema", tool.output_schema.clone()),
+        ("annotations", tool.annotations.clone()),
+        ("_meta", tool.meta.clone()),
+    ];
+    for (member, value) in members {
+        if let Some(value) = value {
+            out[member] = value;
+        }
     }
-    meta["languages"]
-        .as_array()?
-        .iter()
-        .find(|d| d["language"] == language)
-        .and_then(|d| d["argument"].as_str())
-        .map(str::to_owned)
+    out
+}
+
+/// A Host's tool answer as the JSON-RPC response the executors read.
+fn response_json(answer: &ToolAnswer) -> Value {
+    let mut result = json!({"isError": answer.is_error});
+    if let Some(s) = &answer.structured {
+        result["structuredContent"] = s.clone();
+    }
+    json!({"jsonrpc": "2.0", "result": result})
+}
+
+/// The Host's typed reading of a loop answer that passed the official schema: a request error
+/// reads as a [`RequestFailure`](pilotage::host::RequestFailure) of the same kind (an unknown
+/// one as `internal`), a validate or execute result as the Host's response type. A
+/// disagreement is a FAIL of the Host, not of the server.
+fn typed_reading(name: &str, op: &str, answer: &ToolAnswer) -> Result<(), Stop> {
+    if answer.is_error {
+        let failure = answer.request_failure();
+        let wire = answer.structured.as_ref().and_then(|s| s["error"]["kind"].as_str()).unwrap_or_default();
+        ensure!(
+            failure.as_ref().is_some_and(|f| f.wire_kind == wire),
+            "the Host reads the request error of {name} as {failure:?}, the server sent kind {wire:?}"
+        );
+        return Ok(());
+    }
+    let read = match op {
+        "validate" => answer.read::<ValidateResponse>(name).map(drop),
+        "execute" => answer.read::<ExecuteResponse>(name).map(drop),
+        "trace_fetch" => answer.read::<TraceFetchResponse>(name).map(drop),
+        "discover" => answer.read::<Value>(name).and_then(pilotage::host::check_manifest).map(drop),
+        _ => Ok(()),
+    };
+    read.map_err(|e| Stop::Fail(format!("the Host cannot read the answer of {name}: {e}")))
 }
 
 impl<'a> Ctx<'a> {
-    /// Connect, initialize (declaring the extension), read the manifest and the tool list.
+    /// Connect and discover through the Host (the extension declared on `initialize`, or,
+    /// stateless, in every request), then discover again from `pilotage_manifest` (the
+    /// authoritative source; the first discovery may have read the initialize accelerator).
     pub async fn open(
         connector: &'a Connector,
         binding: &'a Binding,
         v: &Vector,
         source: &str,
     ) -> Result<Ctx<'a>, Stop> {
-        let mut client = connector();
-        let init = client.initialize(true).await;
-        let response =
-            client.request("tools/call", json!({"name": "pilotage_manifest", "arguments": {}})).await;
-        ensure!(
-            response.get("result").is_some() && !is_error(&response),
-            "pilotage_manifest failed: {response}"
-        );
-        let manifest = structured(&response).clone();
+        let host = connector.host().await.map_err(|e| Stop::Fail(format!("the Host cannot connect: {e}")))?;
+        host.rediscover().await.map_err(|e| Stop::Fail(format!("pilotage_manifest failed: {e}")))?;
+        let manifest = host.manifest_json();
         super::assert::validates(&manifest, "Manifest", "the pilotage_manifest result")?;
-        let listed = client.request("tools/list", Value::Null).await;
-        let tools = listed["result"]["tools"]
-            .as_array()
-            .cloned()
-            .ok_or_else(|| Stop::Fail(format!("tools/list has no result.tools: {listed}")))?;
+        let tools: Vec<Value> = host.tools().iter().map(tool_json).collect();
         let Some((lang, effective)) = language_entry(&manifest, binding.language) else {
             return Err(Stop::Fail(format!(
                 "Language {} is not in the manifest: {manifest}",
@@ -121,26 +154,17 @@ impl<'a> Ctx<'a> {
             )));
         };
         let validate = lang["loop"]["validate"].as_str().unwrap_or_default();
-        let tool = tools
-            .iter()
-            .find(|t| t["name"] == validate)
-            .ok_or_else(|| Stop::Fail(format!("the validate tool `{validate}` is not in tools/list")))?;
-        let argument = declared_argument(tool, binding.language).ok_or_else(|| {
-            Stop::Fail(format!(
-                "`{validate}` carries no program declaration for {}: {tool}",
-                binding.language
-            ))
-        })?;
+        let argument =
+            host.program_argument(validate, binding.language).map_err(|e| Stop::Fail(e.to_string()))?;
         ensure!(
             argument == binding.argument,
             "the server declares program argument `{argument}`, the binding expects `{}`",
             binding.argument
         );
         Ok(Ctx {
-            client,
+            host,
             binding,
             connector,
-            init,
             manifest,
             lang,
             effective,
@@ -152,6 +176,27 @@ impl<'a> Ctx<'a> {
             source: source.to_owned(),
             closed_sets: None,
         })
+    }
+
+    /// One `tools/call` of `name` with `args` exactly as given, through [`Host::call_tool`];
+    /// the answer as a JSON-RPC response (`result` with `isError` and `structuredContent`, or
+    /// the carrier's `error`), the shape every executor reads.
+    pub async fn tool_call(&self, name: &str, args: Value) -> Result<Value, Stop> {
+        Ok(self.exchange(name, args).await?.0)
+    }
+
+    /// As [`Ctx::tool_call`], with the Host's answer (`None` for a carrier error).
+    async fn exchange(&self, name: &str, args: Value) -> Result<(Value, Option<ToolAnswer>), Stop> {
+        let Value::Object(arguments) = args else {
+            return Err(Stop::Fail(format!("the arguments of {name} are not an object: {args}")));
+        };
+        match self.host.call_tool(name, arguments).await {
+            Ok(answer) => Ok((response_json(&answer), Some(answer))),
+            Err(HostError::Carrier { code, message }) => {
+                Ok((json!({"jsonrpc": "2.0", "error": {"code": code, "message": message}}), None))
+            }
+            Err(e) => Err(Stop::Fail(format!("{name} through the Host: {e}"))),
+        }
     }
 
     /// The Language identifier.
@@ -217,8 +262,11 @@ impl<'a> Ctx<'a> {
     pub async fn call_leaving(&mut self, op: &str, args: Value, leave_out: &[&str]) -> Result<Value, Stop> {
         let name = self.tool_name(op)?;
         let args = self.prepare(op, &args, leave_out);
-        let response = self.client.request("tools/call", json!({"name": name, "arguments": args})).await;
+        let (response, answer) = self.exchange(&name, args).await?;
         self.check_envelope(&name, op, &response)?;
+        if let Some(answer) = &answer {
+            typed_reading(&name, op, answer)?;
+        }
         let source = self.source.clone();
         self.evidence.observe(op, &response, &source);
         Ok(response)
@@ -267,8 +315,7 @@ impl<'a> Ctx<'a> {
 
     /// A plain tool call (a hook); its `structuredContent`.
     pub async fn hook(&mut self, hook: &ToolHook) -> Result<Value, Stop> {
-        let response =
-            self.client.request("tools/call", json!({"name": hook.tool, "arguments": hook.args})).await;
+        let response = self.tool_call(hook.tool, hook.args.clone()).await?;
         ensure!(
             response.get("result").is_some() && !is_error(&response),
             "hook {} {} failed: {response}",

@@ -1,6 +1,6 @@
 //! Discovery, cold start and the carrier channel.
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::assert::{structured, validates, Stop, R};
 use super::ctx::{declares, language_entry, Ctx};
@@ -48,7 +48,7 @@ pub async fn manifest(c: &mut Ctx<'_>, _v: &Vector) -> R {
 
 /// PIL-DISCOVER-INITMETA-G
 pub async fn init_meta(c: &mut Ctx<'_>, _v: &Vector) -> R {
-    let meta = c.init["result"]["_meta"][EXT].clone();
+    let meta = c.host.accelerator().unwrap_or(Value::Null);
     if meta.is_null() {
         return Err(Stop::Skip(
             "the initialize result carries no _meta accelerator (Part III 3.2 makes it a MAY)".into(),
@@ -84,7 +84,7 @@ fn description(c: &Ctx<'_>, tool: &str) -> Result<String, Stop> {
 
 /// PIL-COLDSTART-SIGNPOSTS-G
 pub async fn cold_start(c: &mut Ctx<'_>, _v: &Vector) -> R {
-    let instructions = c.init["result"]["instructions"].as_str().unwrap_or_default().to_owned();
+    let instructions = c.host.instructions().unwrap_or_default();
     c.prose.check(
         0,
         (instructions.contains("Pilotage") || instructions.contains(EXT))
@@ -139,8 +139,8 @@ pub async fn cold_start(c: &mut Ctx<'_>, _v: &Vector) -> R {
 
 /// PIL-CARRIER-UNKNOWN-TOOL-B
 pub async fn unknown_tool(c: &mut Ctx<'_>, v: &Vector) -> R {
-    let name = v.arguments["name"].clone();
-    let response = c.client.request("tools/call", json!({"name": name, "arguments": {}})).await;
+    let name = v.arguments["name"].as_str().ok_or("the vector names no tool")?;
+    let response = c.tool_call(name, json!({})).await?;
     c.primary.push(response);
     Ok(())
 }
@@ -148,7 +148,13 @@ pub async fn unknown_tool(c: &mut Ctx<'_>, v: &Vector) -> R {
 /// PIL-CARRIER-MALFORMED-B
 pub async fn malformed(c: &mut Ctx<'_>, v: &Vector) -> R {
     let body = v.body.clone().ok_or("the vector has no action.body")?;
-    let response = c.client.raw(&body).await;
+    // Not a tool call, not even JSON-RPC: the one request no conformant client (the Host
+    // included) can be made to send, so it goes over the raw client, on its own connection.
+    let mut raw = (c.connector.raw)();
+    if !c.connector.stateless {
+        raw.initialize(true).await;
+    }
+    let response = raw.raw(&body).await;
     c.primary.push(response);
     Ok(())
 }

@@ -134,7 +134,7 @@ pub async fn promote(c: &mut Ctx<'_>) -> Result<String, Stop> {
             args["context"] = ctx.clone();
         }
     }
-    let response = c.client.request("tools/call", json!({"name": p.tool, "arguments": args})).await;
+    let response = c.tool_call(p.tool, args).await?;
     ensure!(response.get("result").is_some() && !is_error(&response), "promotion failed: {response}");
     structured(&response)["program_ref"]
         .as_str()

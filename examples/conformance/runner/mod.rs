@@ -5,6 +5,35 @@
 //! Used by `examples/conformance/main.rs` (the CLI) and, with `#[path]`, by the
 //! `tests/it/conformance.rs`, `tests/it/completeness.rs` integration tests. The including crate must
 //! also have `tests/support` at `crate::support`.
+//!
+//! # Through `pilotage::host`
+//!
+//! Every vector and binding case speaks to the server through a [`pilotage::host::Host`]
+//! ([`ctx::Ctx::open`]): the Host connects (stdio, or Streamable HTTP sessionful or stateless)
+//! and discovers; the runner reads the manifest (`Host::manifest_json`, after
+//! `Host::rediscover` from `pilotage_manifest`), the tool list (`Host::tools`), the program
+//! argument (`Host::program_argument`), the initialize accelerator and instructions
+//! (`Host::accelerator`, `Host::instructions`) from it, and sends every tool call with
+//! `Host::call_tool`: the vectors' arguments exactly as bound, since many vectors send
+//! deliberately wrong requests (a stale `expected_catalog_version`, both runnables, no
+//! runnable, an unknown trace level, a missing `mode` or `context`) that the Host's loop API
+//! would refuse to form. Execute requests still pass the Host's risk gate: each is held
+//! (`GateReason::Unvalidated`) and granted by the runner's approver
+//! ([`client::Grant`], counted: `tests/it/conformance.rs` requires the count to be non-zero).
+//! Each loop answer is read twice: as JSON against the official schema and the advertised
+//! `outputSchema`, and with the Host's typed readers (`ToolAnswer::read`,
+//! `ToolAnswer::request_failure`), which must agree.
+//!
+//! Two things do not go through the Host, and why:
+//!
+//! * `PIL-CARRIER-MALFORMED-B` sends a body that is not JSON-RPC at all; no conformant client
+//!   can be made to send it, so it goes over the raw client ([`client::Client`]), on its own
+//!   connection.
+//! * `tests/it/completeness.rs` reads the published closed-sets guide over the raw client:
+//!   that is the gate's own reading of the server, not a vector.
+//!
+//! `PIL-CARRIER-UNKNOWN-TOOL-B` goes through the Host: its JSON-RPC error comes back as
+//! `HostError::Carrier` and is checked as the response's `error`.
 
 #[macro_use]
 pub mod assert;
@@ -176,7 +205,9 @@ pub async fn run(connector: &Connector, binding: &Binding, transport: &str, only
         let verdict = if !v.is_server() {
             Verdict::Skip("client-target vector".to_owned())
         } else {
-            match catching(run_vector(connector, binding, v)).await {
+            // Boxed: a vector's future (a Host connection and every executor) is too large
+            // for a test thread's default stack in a debug build.
+            match catching(Box::pin(run_vector(connector, binding, v))).await {
                 Ok((notes, evidence)) => {
                     report.evidence.merge(evidence);
                     Verdict::Pass(notes)
@@ -193,7 +224,7 @@ pub async fn run(connector: &Connector, binding: &Binding, transport: &str, only
             continue;
         }
         let started = std::time::Instant::now();
-        let verdict = match catching(run_case(connector, binding, case, &id)).await {
+        let verdict = match catching(Box::pin(run_case(connector, binding, case, &id))).await {
             Ok(evidence) => {
                 report.evidence.merge(evidence);
                 Verdict::Pass(Vec::new())

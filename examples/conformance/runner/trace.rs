@@ -5,7 +5,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{json, Value};
 
 use super::assert::{base_id, is_error, prefixed, structured, validates, Stop, R};
-use super::client::Client;
 use super::ctx::Ctx;
 use super::execute::{effective_level, fetch, plan_of};
 use super::vectors::Vector;
@@ -263,18 +262,24 @@ pub async fn fetch_indistinguishable(c: &mut Ctx<'_>, _v: &Vector) -> R {
     let unstored = c.call_ok("execute", args.clone()).await?;
     let unstored = unstored["run_id"].as_str().ok_or("no run_id")?.to_owned();
     // Another caller's: a stored run of another session (another MCP connection).
-    let mut other: Client = (c.connector)();
-    other.initialize(true).await;
+    let other = c.connector.host().await.map_err(|e| format!("a second Host cannot connect: {e}"))?;
     args["store"] = json!(true);
     let tool = c.tool_name("execute")?;
-    let prepared = c.prepare("execute", &args, &[]);
-    let theirs = other.request("tools/call", json!({"name": tool, "arguments": prepared})).await;
+    let Value::Object(prepared) = c.prepare("execute", &args, &[]) else { unreachable!("an object") };
     let theirs =
-        structured(&theirs)["run_id"].as_str().ok_or_else(|| format!("no run_id: {theirs}"))?.to_owned();
-    let fetched_there = other
-        .request("tools/call", json!({"name": c.tool_name("trace_fetch")?, "arguments": {"run_id": theirs}}))
-        .await;
-    ensure!(!is_error(&fetched_there), "the other session cannot fetch its own run: {fetched_there}");
+        other.call_tool(&tool, prepared).await.map_err(|e| format!("{tool} on the other session: {e}"))?;
+    let theirs = theirs
+        .structured
+        .as_ref()
+        .and_then(|s| s["run_id"].as_str())
+        .map(str::to_owned)
+        .ok_or_else(|| format!("no run_id: {theirs:?}"))?;
+    let trace_tool = c.tool_name("trace_fetch")?;
+    let mut fetch_args = serde_json::Map::new();
+    fetch_args.insert("run_id".into(), json!(theirs));
+    let fetched_there =
+        other.call_tool(&trace_tool, fetch_args).await.map_err(|e| format!("{trace_tool}: {e}"))?;
+    ensure!(!fetched_there.is_error, "the other session cannot fetch its own run: {fetched_there:?}");
     let nonexistent = "run_0000000000000000".to_owned();
     // A second connection is another session, but not necessarily another caller: over stdio
     // a deployment has one ambient identity, which a durable run store carries across
@@ -301,7 +306,7 @@ pub async fn fetch_indistinguishable(c: &mut Ctx<'_>, _v: &Vector) -> R {
             "another caller's run is not constructible over {}: a second connection is the same caller here \
              (its stored run is fetchable from this session, as the ambient identity of a deployment is); \
              the nonexistent and unstored results were checked identical",
-            c.client.label()
+            c.connector.label
         )));
     }
     Ok(())

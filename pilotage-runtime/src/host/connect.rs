@@ -1,8 +1,13 @@
 //! Connecting a [`Host`]: over stdio (a spawned command), any byte stream, or Streamable HTTP
 //! (sessionful or stateless, with an optional bearer token); then discovery, and keeping the
-//! discovered manifest fresh (Part III §3.3: after `tools/list_changed`, after `not_found` for
-//! a name believed current, and, without notifications, when older than
-//! [`HostLimits::rediscover_after`]).
+//! discovered manifest fresh (Part III §3.3: after `tools/list_changed`, whether it comes on a
+//! session's stream or inside the SSE answer to a request, stateless included; after
+//! `not_found` for a name believed current, after `unknown_baseline` and after a
+//! `catalog_drift` outcome; and, over HTTP, when older than [`HostLimits::rediscover_after`]).
+//! An HTTP connection opens no GET stream (a stateless, 2026-07-28, one has no session for one
+//! to belong to; a sessionful one does not open it either), so a notification the server does
+//! not put in an answer's stream does not arrive, and the age bound and the triggers above
+//! stand in for it.
 
 use std::sync::{Arc, Mutex};
 
@@ -162,6 +167,18 @@ impl Host {
         self.snapshot().manifest.languages.iter().map(|l| l.name.clone()).collect()
     }
 
+    /// The Pilotage member of the initialize (or, stateless, `server/discover`) result's
+    /// `_meta` (the discovery accelerator, Part III §3.2), as the server sent it.
+    pub fn accelerator(&self) -> Option<Value> {
+        self.carrier.accelerator()
+    }
+
+    /// The `instructions` of the initialize (or `server/discover`) result: server-authored
+    /// prose.
+    pub fn instructions(&self) -> Option<String> {
+        self.carrier.instructions()
+    }
+
     /// The bounds this Host holds the server to.
     pub fn limits(&self) -> &HostLimits {
         &self.limits
@@ -187,15 +204,18 @@ impl Host {
     pub(crate) async fn current(&self) -> Result<Arc<Discovered>, HostError> {
         let changed = self.carrier.take_list_changed();
         let stale = self.stale.load(std::sync::atomic::Ordering::Acquire);
-        let old = self.carrier.stateless() && self.snapshot().at.elapsed() >= self.limits.rediscover_after;
+        let old = self.carrier.may_miss_notifications()
+            && self.snapshot().at.elapsed() >= self.limits.rediscover_after;
         if changed || stale || old {
             self.rediscover().await?;
         }
         Ok(self.snapshot())
     }
 
-    /// One `tools/call`; a `not_found` answer marks the discovery stale (a name believed
-    /// current may not be, Part III §3.3).
+    /// One `tools/call`. The answers after which Part III §3.3 has a client without
+    /// notifications rediscover mark the discovery stale, on every carrier (a notification
+    /// may be lost, and a catalog change need not change the tool list): a `not_found` (a name
+    /// believed current may not be), an `unknown_baseline`, and a `catalog_drift` outcome.
     pub(crate) async fn call(
         &self,
         tool: &str,
@@ -203,12 +223,14 @@ impl Host {
         timeout: std::time::Duration,
     ) -> Result<ToolAnswer, HostError> {
         let answer = self.carrier.call_tool(tool, arguments, timeout).await?;
-        if answer.is_error {
-            let kind =
-                answer.structured.as_ref().and_then(super::error::RequestFailure::read).map(|f| f.kind);
-            if kind == Some(ErrorKind::NotFound) {
-                self.stale.store(true, std::sync::atomic::Ordering::Release);
-            }
+        let stale = match &answer.structured {
+            Some(s) if answer.is_error => super::error::RequestFailure::read(s)
+                .is_some_and(|f| matches!(f.kind, ErrorKind::NotFound | ErrorKind::UnknownBaseline)),
+            Some(s) => s["outcome"]["ok"] == false && s["outcome"]["status"] == "catalog_drift",
+            None => false,
+        };
+        if stale {
+            self.stale.store(true, std::sync::atomic::Ordering::Release);
         }
         Ok(answer)
     }

@@ -16,6 +16,8 @@ use crate::model::manifest::{LanguageEntry, Manifest, EXTENSION_ID, MANIFEST_TOO
 #[derive(Clone, Debug)]
 pub(crate) struct Discovered {
     pub manifest: Manifest,
+    /// The manifest exactly as the server sent it (unknown members included).
+    pub raw: Value,
     pub tools: Vec<ToolInfo>,
     pub at: Instant,
 }
@@ -63,8 +65,8 @@ pub(crate) async fn discover(
             }
         }
     };
-    let manifest = check_manifest(value)?;
-    Ok(Discovered { manifest, tools, at: Instant::now() })
+    let manifest = check_manifest(value.clone())?;
+    Ok(Discovered { manifest, raw: value, tools, at: Instant::now() })
 }
 
 /// The manifest, if it reads as one this Host can use: the Part II §5.1 shape, Pilotage major

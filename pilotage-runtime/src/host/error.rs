@@ -94,6 +94,11 @@ pub enum HostError {
     /// diagnostic stands, an idempotency key reused for another runnable, ...): nothing was
     /// sent.
     Loop(String),
+    /// The gate held an execute request with exact arguments
+    /// ([`Host::call_tool`](super::Host::call_tool)) and the approver did not grant it: the
+    /// server saw no request. (Through the loop, a denial is a value,
+    /// [`Execution::Denied`](super::Execution::Denied).)
+    Denied(Box<super::Denial>),
 }
 
 impl HostError {
@@ -119,6 +124,7 @@ impl std::fmt::Display for HostError {
             HostError::UnknownLanguage(name) => write!(f, "the manifest names no Language {name}"),
             HostError::Unsupported(reason) => write!(f, "unsupported: {reason}"),
             HostError::Loop(reason) => write!(f, "refused by the loop's rules: {reason}"),
+            HostError::Denied(denial) => write!(f, "held by the risk gate: {}", denial.reason),
         }
     }
 }

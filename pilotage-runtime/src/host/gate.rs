@@ -25,6 +25,10 @@ pub enum GateReason {
     UnknownEntry(String),
     /// Neither a plan nor a server-provided reference list: approval for every execution.
     NoRiskInformation,
+    /// An execute request formed by the caller with exact arguments
+    /// ([`Host::call_tool`](super::Host::call_tool)), outside the loop: no validation ties any
+    /// risk information to it, so it always needs approval.
+    Unvalidated,
 }
 
 /// What a Run executes.
@@ -166,6 +170,12 @@ pub fn decide_promoted(language: &str, program_ref: &str, entry: Option<&Catalog
         }
         None => without_risk(language, runnable, GateReason::UnknownEntry(program_ref.to_owned())),
     }
+}
+
+/// The gate for an execute request with exact arguments: always held (no validation of the
+/// loop vouches for its risk).
+pub(crate) fn decide_exact(language: &str, runnable: Runnable) -> GateDecision {
+    without_risk(language, runnable, GateReason::Unvalidated)
 }
 
 /// Approval needed for want of any risk information, for `reason`.

@@ -43,6 +43,7 @@ mod carrier;
 mod connect;
 mod discover;
 mod error;
+mod exact;
 mod gate;
 mod keys;
 mod limits;
@@ -50,6 +51,7 @@ mod requests;
 mod results;
 mod run;
 
+pub use self::carrier::{ToolAnswer, ToolInfo};
 pub use self::connect::{Connect, Host};
 pub use self::discover::check_manifest;
 pub use self::error::{HostError, RequestFailure};

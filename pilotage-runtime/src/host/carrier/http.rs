@@ -23,6 +23,7 @@ pub(crate) struct HttpCarrier {
     stateless: bool,
     session: Option<String>,
     accelerator: Option<Value>,
+    instructions: Option<String>,
     changed: AtomicBool,
     next_id: AtomicU64,
     max_bytes: usize,
@@ -47,6 +48,7 @@ impl HttpCarrier {
             stateless,
             session: None,
             accelerator: None,
+            instructions: None,
             changed: AtomicBool::new(false),
             next_id: AtomicU64::new(1),
             max_bytes: limits.max_response_bytes,
@@ -56,6 +58,7 @@ impl HttpCarrier {
             // discovered through `pilotage_manifest`.
             if let Ok(result) = carrier.request("server/discover", json!({})).await {
                 carrier.accelerator = accelerator(&result);
+                carrier.instructions = instructions(&result);
             }
         } else {
             let params = json!({
@@ -66,6 +69,7 @@ impl HttpCarrier {
             let (result, session) = carrier.exchange("initialize", params).await?;
             carrier.session = session;
             carrier.accelerator = accelerator(&result);
+            carrier.instructions = instructions(&result);
             carrier.notify("notifications/initialized").await?;
         }
         Ok(carrier)
@@ -97,12 +101,12 @@ impl HttpCarrier {
         self.accelerator.clone()
     }
 
-    pub fn changed(&self) -> &AtomicBool {
-        &self.changed
+    pub fn instructions(&self) -> Option<String> {
+        self.instructions.clone()
     }
 
-    pub fn stateless(&self) -> bool {
-        self.stateless
+    pub fn changed(&self) -> &AtomicBool {
+        &self.changed
     }
 
     /// One request; its JSON-RPC `result`.
@@ -272,4 +276,9 @@ fn jsonrpc_result(mut message: Value, method: &str) -> Result<Value, HostError> 
 /// The Pilotage member of an initialize or `server/discover` result's `_meta`.
 fn accelerator(result: &Value) -> Option<Value> {
     result.get("_meta")?.get(EXTENSION_ID).cloned()
+}
+
+/// The `instructions` of an initialize or `server/discover` result.
+fn instructions(result: &Value) -> Option<String> {
+    result.get("instructions")?.as_str().map(str::to_owned)
 }

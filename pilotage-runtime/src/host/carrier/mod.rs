@@ -29,20 +29,34 @@ pub(crate) fn extensions() -> Value {
     serde_json::json!({ EXTENSION_ID: {} })
 }
 
-/// One tool of `tools/list`, as much of it as the Host reads.
+/// One tool of `tools/list`, as the Host discovered it ([`Host::tools`](super::Host::tools)).
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct ToolInfo {
+#[non_exhaustive]
+pub struct ToolInfo {
+    /// The tool's name.
     pub name: String,
+    /// Its `description`, server-authored prose (shown, never branched on).
+    pub description: Option<String>,
+    /// Its `inputSchema` (`{}` when the server sent none or not an object).
     pub input_schema: Value,
+    /// Its `outputSchema`, when advertised.
+    pub output_schema: Option<Value>,
+    /// Its `annotations` object (behaviour hints: unverified server claims).
+    pub annotations: Option<Value>,
     /// The tool's whole `_meta` object (the program declaration lives under the extension key).
     pub meta: Option<Value>,
 }
 
 /// A `tools/call` result, as much of it as the binding defines (Part III §6): `isError` and
-/// `structuredContent`. `content` is never read.
+/// `structuredContent`. `content` is never read. What [`Host::call_tool`](super::Host::call_tool)
+/// answers; [`ToolAnswer::read`] and [`ToolAnswer::request_failure`] route it as Part III §7.1
+/// says.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct ToolAnswer {
+#[non_exhaustive]
+pub struct ToolAnswer {
+    /// `isError` (absent or not a boolean reads as `false`).
     pub is_error: bool,
+    /// `structuredContent`, as sent.
     pub structured: Option<Value>,
 }
 
@@ -88,6 +102,14 @@ impl Carrier {
         }
     }
 
+    /// The `instructions` of the initialize (or `server/discover`) result, if any.
+    pub fn instructions(&self) -> Option<String> {
+        match self {
+            Carrier::Stream(c) => c.instructions(),
+            Carrier::Http(c) => c.instructions(),
+        }
+    }
+
     /// Whether `notifications/tools/list_changed` arrived since the last call (and forget it).
     pub fn take_list_changed(&self) -> bool {
         let flag = match self {
@@ -97,9 +119,11 @@ impl Carrier {
         flag.swap(false, Ordering::AcqRel)
     }
 
-    /// Whether this connection has no session (notifications may never arrive).
-    pub fn stateless(&self) -> bool {
-        matches!(self, Carrier::Http(c) if c.stateless())
+    /// Whether notifications may not reach this connection: every HTTP one (stateless has no
+    /// session, and a sessionful one opens no standalone GET stream, so only notifications
+    /// inside an answer's SSE stream arrive). Over a byte stream every notification arrives.
+    pub fn may_miss_notifications(&self) -> bool {
+        matches!(self, Carrier::Http(_))
     }
 }
 
@@ -132,10 +156,14 @@ pub(crate) fn read_tools(
         if out.len() >= limits.max_tools {
             return Err(HostError::TooLarge { what: "tools/list".into(), limit: limits.max_tools });
         }
+        let object = |member: &str| tool.get(member).filter(|v| v.is_object()).cloned();
         out.push(ToolInfo {
             name: name.to_owned(),
-            input_schema: tool.get("inputSchema").cloned().unwrap_or(Value::Object(Map::new())),
-            meta: tool.get("_meta").cloned(),
+            description: tool.get("description").and_then(Value::as_str).map(str::to_owned),
+            input_schema: object("inputSchema").unwrap_or(Value::Object(Map::new())),
+            output_schema: object("outputSchema"),
+            annotations: object("annotations"),
+            meta: object("_meta"),
         });
     }
     Ok(())

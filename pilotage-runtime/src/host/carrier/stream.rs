@@ -127,6 +127,10 @@ impl StreamCarrier {
         info.meta.as_ref()?.get(EXTENSION_ID).cloned()
     }
 
+    pub fn instructions(&self) -> Option<String> {
+        self.service.peer_info()?.instructions.clone()
+    }
+
     pub fn changed(&self) -> &AtomicBool {
         &self.changed
     }
