@@ -8,7 +8,7 @@ use std::time::Duration;
 // The statement every question carries (Part II §7.3, honest approval presentation) is the
 // library's own.
 use pilotage::host::UNVERIFIED_CLAIMS as UNVERIFIED;
-use rmcp::model::{ElicitRequestParams, ElicitationAction};
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use rmcp::service::{Peer, RoleServer};
 use serde_json::{json, Value};
 
@@ -135,7 +135,24 @@ pub async fn ask(
             "the host does not support elicitation, so the person could not be asked".into(),
         );
     }
-    let params: ElicitRequestParams = match serde_json::from_value(json!({
+    let params = match params(q) {
+        Ok(params) => params,
+        Err(e) => return Answer::Unasked(e),
+    };
+    let answer = tokio::select! {
+        answer = tokio::time::timeout(timeout, host.create_elicitation(params)) => answer,
+        () = cancelled => return Answer::Cancelled,
+    };
+    match answer {
+        Err(_) => Answer::Unasked(format!("no answer within {} s", timeout.as_secs())),
+        Ok(Err(e)) => Answer::Unasked(format!("the host could not ask: {e}")),
+        Ok(Ok(result)) => read(&result),
+    }
+}
+
+/// The elicitation that asks `q`: a form with one boolean, `approve`.
+pub fn params(q: &Question<'_>) -> Result<ElicitRequestParams, String> {
+    serde_json::from_value(json!({
         "mode": "form",
         "message": message(q),
         "requestedSchema": {
@@ -147,24 +164,18 @@ pub async fn ask(
             }},
             "required": ["approve"],
         },
-    })) {
-        Ok(params) => params,
-        Err(e) => return Answer::Unasked(format!("the question could not be built: {e}")),
-    };
-    let answer = tokio::select! {
-        answer = tokio::time::timeout(timeout, host.create_elicitation(params)) => answer,
-        () = cancelled => return Answer::Cancelled,
-    };
-    match answer {
-        Err(_) => Answer::Unasked(format!("no answer within {} s", timeout.as_secs())),
-        Ok(Err(e)) => Answer::Unasked(format!("the host could not ask: {e}")),
-        Ok(Ok(result)) => match result.action {
-            ElicitationAction::Accept if result.content.as_ref().is_some_and(|c| c["approve"] == true) => {
-                Answer::Approved
-            }
-            ElicitationAction::Accept | ElicitationAction::Decline => Answer::Declined,
-            ElicitationAction::Cancel => Answer::Cancelled,
-            _ => Answer::Unasked("the host answered with an action the gate does not know".into()),
-        },
+    }))
+    .map_err(|e| format!("the question could not be built: {e}"))
+}
+
+/// The person's answer in an elicitation result: only `accept` with `approve: true` approves.
+pub fn read(result: &ElicitResult) -> Answer {
+    match result.action {
+        ElicitationAction::Accept if result.content.as_ref().is_some_and(|c| c["approve"] == true) => {
+            Answer::Approved
+        }
+        ElicitationAction::Accept | ElicitationAction::Decline => Answer::Declined,
+        ElicitationAction::Cancel => Answer::Cancelled,
+        _ => Answer::Unasked("the host answered with an action the gate does not know".into()),
     }
 }

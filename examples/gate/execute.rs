@@ -8,14 +8,18 @@
 
 use std::sync::Arc;
 
-use rmcp::model::{CallToolRequest, CallToolResult, ClientRequest, ErrorData, ServerResult};
+use rmcp::model::{
+    CallToolRequest, CallToolResult, ClientRequest, ErrorData, InputRequiredResult, InputResponses,
+    ServerResult,
+};
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::ask::{self, Answer, Question};
 use crate::evidence::{self, Evidence};
-use crate::proxy::{Inner, OWN_CALL_TIMEOUT};
+use crate::proxy::{stateless, Inner, OWN_CALL_TIMEOUT};
+use crate::rounds::{self, Pending};
 use crate::surface::{key, ProgramTool, Surface};
 
 /// The upstream's surface, learned now when not known (at the first call, and after the
@@ -39,6 +43,16 @@ async fn surface(inner: &Inner) -> Result<Arc<Surface>, ErrorData> {
     Ok(surface)
 }
 
+/// What the gate does with one execute.
+enum Verdict {
+    /// Forward it, with this catalog version (when the tool takes one).
+    Forward(Option<String>),
+    /// Answer the model with this refusal; nothing is transmitted.
+    Refuse(CallToolResult),
+    /// Ask a stateless host first: this input-required result carries the question.
+    Ask(InputRequiredResult),
+}
+
 /// Serve one `tools/call` from the host.
 pub async fn call(
     inner: &Arc<Inner>,
@@ -56,16 +70,68 @@ pub async fn call(
         keep(inner, &surface, tool, &arguments, &result);
         return Ok(result);
     }
-    let gated = gate(inner, &surface, tool, &name, &arguments, &context).await?;
-    match gated {
-        Ok(catalog_version) => {
+    // The answer to a question the gate asked a stateless host is the gate's, never the server's.
+    let state = call.params.request_state.take();
+    let responses = call.params.input_responses.take();
+    let verdict = match state {
+        Some(state) => answered(inner, tool, &name, &arguments, &state, responses.as_ref()),
+        None => gate(inner, &surface, tool, &name, &arguments, &context).await?,
+    };
+    match verdict {
+        Verdict::Forward(catalog_version) => {
             let args = call.params.arguments.as_mut().filter(|_| tool.takes_version);
             if let (Some(version), Some(args)) = (catalog_version, args) {
                 args.insert("expected_catalog_version".into(), Value::String(version));
             }
             inner.forward(ClientRequest::CallToolRequest(call), context).await
         }
-        Err(refusal) => Ok(ServerResult::CallToolResult(refusal)),
+        Verdict::Refuse(refusal) => Ok(ServerResult::CallToolResult(refusal)),
+        Verdict::Ask(question) => Ok(ServerResult::InputRequiredResult(question)),
+    }
+}
+
+/// The retry of a stateless host that carries the answer to the question `state` names.
+fn answered(
+    inner: &Inner,
+    program_tool: &ProgramTool,
+    tool: &str,
+    arguments: &Value,
+    state: &str,
+    responses: Option<&InputResponses>,
+) -> Verdict {
+    match inner.rounds.answered(state, &rounds::call_digest(tool, arguments)) {
+        Ok(p) => {
+            let (decision, by) = person(rounds::read(responses));
+            let q = Question {
+                server: &p.server,
+                language: &p.language,
+                tool: &p.tool,
+                program: p.program.as_ref(),
+                program_ref: p.program_ref.as_deref(),
+                evidence: &p.evidence,
+            };
+            conclude(inner, &q, decision, by)
+        }
+        Err(why) => {
+            let server = inner.upstream().map(|c| c.info.server_info.name.clone()).unwrap_or_default();
+            let evidence = Evidence::missing(why);
+            let program = arguments.get(&program_tool.argument);
+            let program_ref = arguments["program_ref"].as_str();
+            let q =
+                Question { server: &server, language: "", tool, program, program_ref, evidence: &evidence };
+            conclude(inner, &q, "unasked", why.to_owned())
+        }
+    }
+}
+
+/// The decision and who made it, from the person's answer.
+fn person(answer: Answer) -> (&'static str, String) {
+    let by = "the person, through the host (elicitation)".to_owned();
+    match answer {
+        Answer::Approved => ("approved", by),
+        Answer::Declined => ("declined", by),
+        Answer::Cancelled => ("cancelled", by),
+        Answer::Unasked(why) => ("unasked", why),
     }
 }
 
@@ -78,8 +144,7 @@ fn keep(inner: &Inner, surface: &Surface, tool: &ProgramTool, arguments: &Value,
     inner.validations.keep(key(&language.name, program, &arguments["context"]), response.clone());
 }
 
-/// The decision on one execute: `Ok(catalog version to forward with)` or the refusal the
-/// model receives.
+/// The decision on one execute.
 async fn gate(
     inner: &Inner,
     surface: &Surface,
@@ -87,65 +152,85 @@ async fn gate(
     name: &str,
     arguments: &Value,
     context: &RequestContext<RoleServer>,
-) -> Result<Result<Option<String>, CallToolResult>, ErrorData> {
+) -> Result<Verdict, ErrorData> {
     let server = inner.upstream()?.info.server_info.name.clone();
     let present = |v: Option<&Value>| v.filter(|v| !v.is_null()).cloned();
     let program = present(arguments.get(&tool.argument));
     let program_ref = present(arguments.get("program_ref"));
-    let Some(language) = surface.language_of(tool, arguments) else {
-        let evidence = Evidence::missing("the manifest declares no Language for this tool");
-        return decide(inner, &server, "", name, program.as_ref(), None, &evidence, context).await;
-    };
-    let evidence = match (&program, &program_ref) {
-        (Some(program), None) => {
-            evidence::inline(inner, language, &tool.argument, program, &arguments["context"]).await?
+    let id = program_ref.as_ref().and_then(Value::as_str).map(str::to_owned);
+    let (language, evidence) = match surface.language_of(tool, arguments) {
+        None => (String::new(), Evidence::missing("the manifest declares no Language for this tool")),
+        Some(language) => {
+            let evidence = match (&program, &program_ref) {
+                (Some(program), None) => {
+                    evidence::inline(inner, language, &tool.argument, program, &arguments["context"]).await?
+                }
+                (None, Some(Value::String(id))) => evidence::promoted(inner, language, id).await?,
+                _ => {
+                    let message =
+                        format!("give exactly one of `{}` and `program_ref` (a string)", tool.argument);
+                    return Ok(Verdict::Refuse(refusal("invalid_request", &message)));
+                }
+            };
+            (language.name.clone(), evidence)
         }
-        (None, Some(Value::String(id))) => evidence::promoted(inner, language, id).await?,
-        _ => {
-            let message = format!("give exactly one of `{}` and `program_ref` (a string)", tool.argument);
-            return Ok(Err(refusal("invalid_request", &message)));
-        }
     };
-    let id = program_ref.as_ref().and_then(Value::as_str);
-    decide(inner, &server, &language.name, name, program.as_ref(), id, &evidence, context).await
-}
-
-/// Decide, ask when needed, write the audit line, and answer.
-#[allow(clippy::too_many_arguments)]
-async fn decide(
-    inner: &Inner,
-    server: &str,
-    language: &str,
-    tool: &str,
-    program: Option<&Value>,
-    program_ref: Option<&str>,
-    evidence: &Evidence,
-    context: &RequestContext<RoleServer>,
-) -> Result<Result<Option<String>, CallToolResult>, ErrorData> {
+    let q = Question {
+        server: &server,
+        language: &language,
+        tool: name,
+        program: program.as_ref(),
+        program_ref: id.as_deref(),
+        evidence: &evidence,
+    };
     let (decision, by) = if evidence.invalid {
         ("refused_invalid", "the gate: the validation stands with error-severity diagnostics".to_owned())
     } else if !evidence.risk.needs_approval() {
         ("safe", "nobody: no approval needed".to_owned())
-    } else if inner.policy.approves(server, language, evidence.risk) {
+    } else if inner.policy.approves(&server, &language, evidence.risk) {
         ("approved", format!("policy {}", inner.policy.file()))
+    } else if stateless(&context.meta) {
+        // No server-to-client request on this revision: the question is the call's result.
+        let can_ask = context.meta.client_capabilities().is_some_and(|c| c.elicitation.is_some());
+        let asked: Result<(), String> = match (can_ask, ask::params(&q)) {
+            (false, _) => {
+                Err("the host does not support elicitation, so the person could not be asked".to_owned())
+            }
+            (true, Err(e)) => Err(e),
+            (true, Ok(params)) => {
+                let pending = Pending {
+                    call: rounds::call_digest(name, arguments),
+                    server: server.clone(),
+                    language: language.clone(),
+                    tool: name.to_owned(),
+                    program: program.clone(),
+                    program_ref: id.clone(),
+                    evidence,
+                };
+                return Ok(match inner.rounds.ask(pending, params) {
+                    Ok(question) => Verdict::Ask(question),
+                    Err(why) => Verdict::Refuse(refusal("internal", &why)),
+                });
+            }
+        };
+        ("unasked", asked.err().unwrap_or_default())
     } else {
-        let q = Question { server, language, tool, program, program_ref, evidence };
-        match ask::ask(inner.host(), &q, inner.ask_timeout, context.ct.cancelled()).await {
-            Answer::Approved => ("approved", "the person, through the host (elicitation)".to_owned()),
-            Answer::Declined => ("declined", "the person, through the host (elicitation)".to_owned()),
-            Answer::Cancelled => ("cancelled", "the person, through the host (elicitation)".to_owned()),
-            Answer::Unasked(why) => ("unasked", why),
-        }
+        person(ask::ask(inner.host(), &q, inner.ask_timeout, context.ct.cancelled()).await)
     };
-    let digest = digest(program, program_ref);
+    Ok(conclude(inner, &q, decision, by))
+}
+
+/// Write the audit line of `decision` (made by `by`) on `q`, and answer.
+fn conclude(inner: &Inner, q: &Question<'_>, decision: &str, by: String) -> Verdict {
+    let evidence = q.evidence;
     inner.audit.line(&json!({
         "gate": decision,
         "by": by,
-        "server": server,
-        "language": language,
-        "tool": tool,
-        "program_sha256": digest,
-        "program_ref": program_ref,
+        "server": q.server,
+        "language": q.language,
+        "tool": q.tool,
+        "program_sha256": digest(q.program, q.program_ref),
+        "program_ref": q.program_ref,
         "risk": evidence.risk.words(),
         "risk_from": evidence.source.name(),
         "gap": evidence.gap,
@@ -159,7 +244,7 @@ async fn decide(
         "entries": evidence.entries.iter().map(|e| json!({"id": e["id"], "risk_hints": e["risk_hints"]})).collect::<Vec<_>>(),
     }));
     let why = match decision {
-        "safe" | "approved" => return Ok(Ok(evidence.catalog_version.clone())),
+        "safe" | "approved" => return Verdict::Forward(evidence.catalog_version.clone()),
         "refused_invalid" => {
             "the program's validation stands with error-severity diagnostics (validate it and fix them first)"
                 .to_owned()
@@ -176,7 +261,7 @@ async fn decide(
         "The Host's risk gate did not run this program: {why}. Nothing was sent to the server and no run exists; \
          this is not a finding about the program and not a failed run. Do not retry it unchanged without the person's approval."
     );
-    Ok(Err(refusal("unsupported", &message)))
+    Verdict::Refuse(refusal("unsupported", &message))
 }
 
 /// A request error the gate answers itself (Part III §7.2 shape).

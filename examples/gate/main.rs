@@ -19,6 +19,7 @@ mod evidence;
 mod execute;
 mod policy;
 mod proxy;
+mod rounds;
 mod surface;
 
 use std::path::PathBuf;

@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientNotification, ClientRequest, ClientResult, ErrorData,
-    GetMeta, InitializeRequestParams, InitializeResult, ProgressToken, ServerNotification, ServerRequest,
-    ServerResult,
+    CallToolRequestParams, CallToolResult, ClientNotification, ClientRequest, ClientResult, DiscoverResult,
+    ErrorData, GetMeta, Implementation, InitializeRequestParams, InitializeResult, ProgressToken,
+    ProtocolVersion, RequestMetaObject, ServerNotification, ServerRequest, ServerResult,
 };
 use rmcp::service::{
     NotificationContext, Peer, PeerRequestOptions, RequestContext, RoleClient, RoleServer, RunningService,
@@ -30,6 +30,7 @@ use serde_json::Value;
 use tokio::sync::OnceCell;
 
 use crate::policy::{Audit, Policy};
+use crate::rounds::Rounds;
 use crate::surface::{Surface, Validations};
 
 /// Where the real server is.
@@ -74,6 +75,8 @@ pub struct Inner {
     pub surface: tokio::sync::Mutex<Option<Arc<Surface>>>,
     /// Validations the host's model ran, by exact program.
     pub validations: Validations,
+    /// The approval questions open with a stateless host.
+    pub rounds: Rounds,
     /// The pre-approvals of the policy file.
     pub policy: Policy,
     /// Where each gated call's audit line goes.
@@ -101,6 +104,7 @@ impl Gate {
             progress: Mutex::new(HashMap::new()),
             surface: tokio::sync::Mutex::new(None),
             validations: Validations::default(),
+            rounds: Rounds::default(),
             policy,
             audit,
             ask_timeout,
@@ -117,6 +121,15 @@ impl Inner {
     /// The host's peer.
     pub fn host(&self) -> Option<&Peer<RoleServer>> {
         self.host.get()
+    }
+
+    /// Connected upstream with `params` as the host's `initialize` parameters, unless already.
+    async fn connected(self: &Arc<Self>, params: InitializeRequestParams) -> Result<&Connected, ErrorData> {
+        let _ = self.host_params.set(params);
+        self.connected
+            .get_or_try_init(|| self.connect())
+            .await
+            .map_err(|e| ErrorData::internal_error(format!("gate: {e:#}"), None))
     }
 
     async fn connect(self: &Arc<Self>) -> anyhow::Result<Connected> {
@@ -161,6 +174,9 @@ impl Inner {
         let host_token = context.meta.get_progress_token();
         let mut meta = context.meta;
         meta.0 .0.remove("progressToken");
+        // The host's per-request lifecycle keys (stateless revision) describe the host's hop,
+        // not the gate's session with the server.
+        meta.0 .0.retain(|k, _| !k.starts_with(LIFECYCLE_KEYS));
         *request.get_meta_mut() = meta;
         let handle = peer
             .send_cancellable_request(request, PeerRequestOptions::no_options())
@@ -211,6 +227,28 @@ impl Connected {
     }
 }
 
+/// The prefix of the per-request lifecycle keys of `_meta` (MCP 2026-07-28).
+const LIFECYCLE_KEYS: &str = "io.modelcontextprotocol/";
+
+/// Whether the request comes from a host on the stateless revision (MCP 2026-07-28: no
+/// `initialize`, the lifecycle in every request's `_meta`).
+pub fn stateless(meta: &RequestMetaObject) -> bool {
+    meta.protocol_version().is_some_and(|v| !v.has_initialize())
+}
+
+/// The `initialize` parameters the gate sends the server for a stateless host: the host's
+/// identity and capabilities from the request's `_meta`, on the newest handshake revision, less
+/// the server-to-client requests (elicitation, sampling, roots) a stateless host cannot be sent.
+fn stateless_params(meta: &RequestMetaObject) -> InitializeRequestParams {
+    let mut capabilities = meta.client_capabilities().unwrap_or_default();
+    capabilities.elicitation = None;
+    capabilities.sampling = None;
+    capabilities.roots = None;
+    let info = meta.client_info().unwrap_or_else(|| Implementation::new("gate-host", "0"));
+    InitializeRequestParams::new(capabilities, info)
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -249,17 +287,33 @@ impl Service<RoleServer> for Gate {
         match request {
             ClientRequest::InitializeRequest(init) => {
                 let _ = inner.host.set(context.peer.clone());
-                let _ = inner.host_params.set(init.params.clone());
-                let connected = inner
-                    .connected
-                    .get_or_try_init(|| inner.connect())
-                    .await
-                    .map_err(|e| ErrorData::internal_error(format!("gate: {e:#}"), None))?;
+                let connected = inner.connected(init.params.clone()).await?;
                 Ok(ServerResult::InitializeResult(connected.info.clone()))
             }
             ClientRequest::PingRequest(_) => Ok(ServerResult::empty(())),
-            ClientRequest::CallToolRequest(call) => crate::execute::call(inner, call, context).await,
-            other => inner.forward(other, context).await,
+            // A stateless host discovers instead of initializing (its peer here cannot reach
+            // it): the server's capabilities, instructions, identity and `_meta` (the inline
+            // manifest), as the server's `initialize` result gave them.
+            ClientRequest::DiscoverRequest(_) => {
+                let connected = inner.connected(stateless_params(&context.meta)).await?;
+                let info = &connected.info;
+                let mut result =
+                    DiscoverResult::new(vec![ProtocolVersion::V_2026_07_28], info.capabilities.clone());
+                result.instructions = info.instructions.clone();
+                result.meta = info.meta.clone();
+                Ok(ServerResult::DiscoverResult(result.with_server_info(info.server_info.clone())))
+            }
+            // A stateless host's first request connects the gate (its lifecycle is in `_meta`).
+            other => {
+                if stateless(&context.meta) {
+                    inner.connected(stateless_params(&context.meta)).await?;
+                    let _ = inner.host.set(context.peer.clone());
+                }
+                match other {
+                    ClientRequest::CallToolRequest(call) => crate::execute::call(inner, call, context).await,
+                    other => inner.forward(other, context).await,
+                }
+            }
         }
     }
 

@@ -27,7 +27,7 @@ use crate::support::{assert_def, example_binary, schemas, Conn, HttpStyle};
 
 /// How the recording upstream lies.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Lie {
+pub(crate) enum Lie {
     /// Not at all.
     Honest,
     /// Its validations carry no plan, though the Language declares one.
@@ -41,9 +41,9 @@ enum Lie {
 
 /// What the upstream received.
 #[derive(Default)]
-struct Received {
-    validates: usize,
-    executes: Vec<Value>,
+pub(crate) struct Received {
+    pub validates: usize,
+    pub executes: Vec<Value>,
 }
 
 /// The automation engine's own handler, recording (and lying as told).
@@ -51,6 +51,8 @@ struct Recording {
     inner: PilotageHandler,
     lie: Lie,
     received: Arc<Mutex<Received>>,
+    /// The validate and execute tools it counts.
+    tools: (&'static str, &'static str),
 }
 
 impl ServerHandler for Recording {
@@ -80,10 +82,10 @@ impl ServerHandler for Recording {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
-        match name.as_str() {
-            "run_automation" => self.received.lock().unwrap().executes.push(json!(request.arguments)),
-            "validate_automation" => self.received.lock().unwrap().validates += 1,
-            _ => {}
+        if name == self.tools.1 {
+            self.received.lock().unwrap().executes.push(json!(request.arguments));
+        } else if name == self.tools.0 {
+            self.received.lock().unwrap().validates += 1;
         }
         let mut response = self.inner.call_tool(request, context).await?;
         if let CallToolResponse::Complete(result) = &mut response {
@@ -128,10 +130,10 @@ fn lie(lie: Lie, tool: &str, out: &mut Value) {
 }
 
 /// The recording automation server on a loopback port.
-struct Upstream {
-    url: String,
+pub(crate) struct Upstream {
+    pub url: String,
     _store: TempStore,
-    received: Arc<Mutex<Received>>,
+    pub received: Arc<Mutex<Received>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -141,13 +143,24 @@ impl Drop for Upstream {
     }
 }
 
-async fn upstream(lie: Lie) -> Upstream {
+pub(crate) async fn upstream(lie: Lie) -> Upstream {
     let store = TempStore::new("gate-upstream");
     let server = crate::kit::server_on(store.path(), None);
+    recording(server, ("validate_automation", "run_automation"), lie, store).await
+}
+
+/// `server` on a loopback port behind the recording handler, counting the calls of `tools`
+/// (validate, execute); `store` lives as long as the upstream.
+pub(crate) async fn recording(
+    server: pilotage::Server,
+    tools: (&'static str, &'static str),
+    lie: Lie,
+    store: TempStore,
+) -> Upstream {
     let received = Arc::new(Mutex::new(Received::default()));
     let seen = received.clone();
     let service = StreamableHttpService::new(
-        move || Ok(Recording { inner: server.handler(), lie, received: seen.clone() }),
+        move || Ok(Recording { inner: server.handler(), lie, received: seen.clone(), tools }),
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default(),
     );
@@ -189,13 +202,18 @@ fn execute(p: &Value) -> Value {
 /// One host session through the gate, with the official Python SDK: `gate_args` before `--`,
 /// `calls` in order, elicitation answered as `elicitation` says. Returns the findings and the
 /// audit lines.
-async fn host(gate_args: &[String], elicitation: &str, calls: Vec<Value>, tag: &str) -> (Value, Vec<Value>) {
+pub(crate) async fn host(
+    gate_args: &[String],
+    elicitation: &str,
+    calls: Vec<Value>,
+    tag: &str,
+) -> (Value, Vec<Value>) {
     host_with(Sdk::Python, gate_args, elicitation, calls, tag).await
 }
 
 /// Whether `sdk` is installed; without it the test is skipped, saying how to install it (a
 /// failure under `cargo xtask test`).
-fn present(sdk: Sdk, test: &str) -> bool {
+pub(crate) fn present(sdk: Sdk, test: &str) -> bool {
     match sdk {
         Sdk::Python => python(test).is_some(),
         Sdk::TypeScript => node_modules(test).is_some(),
@@ -204,7 +222,7 @@ fn present(sdk: Sdk, test: &str) -> bool {
 
 /// Which official SDK is the host.
 #[derive(Clone, Copy)]
-enum Sdk {
+pub(crate) enum Sdk {
     Python,
     TypeScript,
 }
@@ -238,7 +256,7 @@ async fn host_with(
     (findings, audit)
 }
 
-fn endpoint(up: &Upstream) -> Vec<String> {
+pub(crate) fn endpoint(up: &Upstream) -> Vec<String> {
     vec!["--endpoint".into(), up.url.clone()]
 }
 
