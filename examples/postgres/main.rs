@@ -53,10 +53,15 @@ struct Cli {
     /// the grants and row policies the catalog stands for).
     #[arg(long)]
     allow_superuser: bool,
-    /// Most connections this server opens, and so the most validations, runs and catalog
-    /// reads it serves at once (each holds one connection).
+    /// The most validations and runs served at once, each holding one connection; catalog
+    /// reads have a few connections of their own on top (a quarter of N, at least 2), so long
+    /// runs never starve them. Calls past it queue (their wait is not their time).
     #[arg(long, value_name = "N", default_value_t = 16)]
     max_connections: usize,
+    /// The most of those one caller holds at once (default: all of them over stdio, where
+    /// there is one caller; half of them over HTTP, so no caller takes every connection).
+    #[arg(long, value_name = "N")]
+    max_connections_per_caller: Option<usize>,
     /// Serve the harness tools `pg_world_fingerprint` and `pg_schema_apply` (as the login
     /// role); without it they are absent from tools/list. Never for agents.
     #[arg(long)]
@@ -82,12 +87,21 @@ async fn serve(cli: Cli) -> anyhow::Result<()> {
         .await
         .context("connecting")?
         .map_err(anyhow::Error::msg)?;
+    let share = cli.max_connections_per_caller.unwrap_or(match cli.transport.http {
+        None => max,
+        Some(_) => max.div_ceil(2),
+    });
+    // A program validated moments before (or already run) against the same catalog version is
+    // admitted by a look-up: the run prepares every statement in PostgreSQL as the role anyway.
+    let limits = pilotage::engine::Limits { revalidation_cache: 256, ..pilotage::engine::Limits::default() };
     let server = cli
         .transport
         .identity(Server::builder())?
         .name("pilotage-postgres", env!("CARGO_PKG_VERSION"))
         .engine(engine::Pg::factory(Arc::new(db), cli.admin_tools))
+        .limits(limits)
         .max_engine_calls(max)
+        .max_engine_calls_per_caller(share)
         .build()
         .context("building the Pilotage server")?;
     cli::serve(server, cli.transport, false, "sql/postgres", None).await

@@ -82,7 +82,11 @@ pub struct Schema {
 /// memberships and whether `role` exists. Any DDL, GRANT, REVOKE, COMMENT or membership change
 /// rewrites one of those rows (a new `xmin`), so an equal stamp means an equal catalog and the
 /// kept snapshot serves: one round trip instead of the introspection's five.
-pub async fn stamp(client: &impl GenericClient, schema: &str, role: Option<&str>) -> Result<String, PgError> {
+pub async fn stamp(
+    client: &deadpool_postgres::ClientWrapper,
+    schema: &str,
+    role: Option<&str>,
+) -> Result<String, PgError> {
     const SQL: &str = "WITH n AS (SELECT oid, xmin FROM pg_namespace WHERE nspname = $1), \
           r AS (SELECT c.oid, c.xmin FROM pg_class c JOIN n ON c.relnamespace = n.oid) \
      SELECT concat_ws('|', (SELECT xmin::text FROM n), \
@@ -91,9 +95,12 @@ pub async fn stamp(client: &impl GenericClient, schema: &str, role: Option<&str>
           (SELECT count(*) || ':' || coalesce(max(d.xmin::text::bigint), 0) FROM pg_description d JOIN r ON d.objoid = r.oid), \
           (SELECT count(*) || ':' || coalesce(max(p.xmin::text::bigint), 0) FROM pg_proc p JOIN n ON p.pronamespace = n.oid), \
           (SELECT count(*) || ':' || coalesce(max(m.xmin::text::bigint), 0) FROM pg_auth_members m), \
-          to_regrole($2)::oid::text)";
+          to_regrole($2)::oid::text, \
+          (SELECT (rolsuper OR rolbypassrls)::text FROM pg_roles WHERE oid = to_regrole($2)))";
     let role = role.map(ident).unwrap_or_else(|| "current_user".to_owned());
-    let row = client.query_one(SQL, &[&schema, &role]).await?;
+    // Prepared once per connection: one round trip per call.
+    let statement = client.prepare_cached(SQL).await?;
+    let row = client.query_one(&statement, &[&schema, &role]).await?;
     Ok(row.get::<_, Option<String>>(0).unwrap_or_default())
 }
 

@@ -3,7 +3,7 @@
 //! transaction every validation, run and catalog read opens is `session.rs`'s; what a role sees
 //! of the schema is `catalog.rs`'s.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -18,8 +18,17 @@ pub const DEFAULT_ROLE_CLAIM: &str = "pg_role";
 /// Refused roles, and roles' catalogs, remembered at most (each map starts afresh past it).
 const MAX_REFUSALS: usize = 1024;
 
+/// Statements validation remembers PostgreSQL accepted (see [`Db::accept`]).
+const MAX_ACCEPTED: usize = 4096;
+
 /// How long a pooled connection is waited for, or a new one made.
 const WAIT: Duration = Duration::from_secs(5);
+
+/// The connections kept for catalog reads beyond `max_connections`: the size of the server's
+/// look-up lane for that many engine slots (a quarter, at least 2).
+pub fn lookup_connections(max_connections: usize) -> usize {
+    (max_connections.max(1) / 4).max(2)
+}
 
 /// How callers become database roles.
 #[derive(Clone, Debug)]
@@ -80,6 +89,9 @@ pub struct Db {
     refused: Mutex<HashMap<String, String>>,
     /// Role (`""`: the login role) → the catalog stamp it was read at, and the snapshot.
     catalogs: Mutex<HashMap<String, (String, Arc<CatalogSnapshot>)>>,
+    /// (role, catalog stamp, statement) that PostgreSQL prepared without error as that role at
+    /// that stamp: validation's answer for them without a transaction.
+    accepted: Mutex<HashSet<(String, String, String)>>,
 }
 
 impl Drop for Db {
@@ -141,7 +153,10 @@ impl std::fmt::Display for PgError {
 
 impl Db {
     /// Connect to `url` (checked now: a server that does not answer fails at start), serving
-    /// `schema` (which must exist) to callers mapped to roles by `roles`.
+    /// `schema` (which must exist) to callers mapped to roles by `roles`, with
+    /// `max_connections` connections for validations and runs and [`lookup_connections`] more
+    /// for catalog reads (the server's look-up lane), so that every engine call holding a slot
+    /// finds a connection at once.
     pub fn connect(url: &str, schema: &str, roles: Roles, max_connections: usize) -> Result<Db, String> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -160,7 +175,7 @@ impl Db {
         let pool = {
             let _in = runtime.enter();
             Pool::builder(manager)
-                .max_size(max_connections.max(2))
+                .max_size(max_connections.max(1) + lookup_connections(max_connections))
                 .runtime(Runtime::Tokio1)
                 .wait_timeout(Some(WAIT))
                 .create_timeout(Some(WAIT))
@@ -175,6 +190,7 @@ impl Db {
             roles,
             refused: Mutex::default(),
             catalogs: Mutex::default(),
+            accepted: Mutex::default(),
         };
         let name = schema.to_owned();
         let found = db.block(|c| async move {
@@ -233,6 +249,32 @@ impl Db {
             catalogs.clear();
         }
         catalogs.insert(key, (stamp, snapshot));
+    }
+
+    /// The catalog stamp `snapshot` was read at, when it is the snapshot kept for `role` (the one
+    /// its latest catalog read found): a request's snapshot, read just before its validation.
+    pub fn stamp_of(&self, role: Option<&str>, snapshot: &Arc<CatalogSnapshot>) -> Option<String> {
+        let catalogs = self.catalogs.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        catalogs
+            .get(role.unwrap_or_default())
+            .filter(|(_, kept)| Arc::ptr_eq(kept, snapshot))
+            .map(|(s, _)| s.clone())
+    }
+
+    /// Whether PostgreSQL prepared `sql` without error as `role` at catalog `stamp`.
+    pub fn accepted(&self, role: Option<&str>, stamp: &str, sql: &str) -> bool {
+        let accepted = self.accepted.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        accepted.contains(&(role.unwrap_or_default().to_owned(), stamp.to_owned(), sql.to_owned()))
+    }
+
+    /// PostgreSQL prepared `sql` without error as `role` at catalog `stamp` (remembered for at
+    /// most [`MAX_ACCEPTED`] statements; the set starts afresh past it).
+    pub fn accept(&self, role: Option<&str>, stamp: &str, sql: &str) {
+        let mut accepted = self.accepted.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if accepted.len() >= MAX_ACCEPTED {
+            accepted.clear();
+        }
+        accepted.insert((role.unwrap_or_default().to_owned(), stamp.to_owned(), sql.to_owned()));
     }
 
     /// Why the last transaction as `role` was refused, if it was.

@@ -199,16 +199,16 @@ impl Pg {
         };
         let (db, schema, who) = (self.db.clone(), self.db.schema.clone(), role.clone());
         let seen = self.db.block(move |client| async move {
-            let stamp = catalog::stamp(&**client, &schema, who.as_deref()).await?;
+            let stamp = catalog::stamp(&client, &schema, who.as_deref()).await?;
             if let Some(kept) = db.cached_catalog(who.as_deref(), &stamp) {
                 return Ok((stamp, Some(kept), None));
             }
             let mut session = Session::new(db, client);
             let tx = session.begin(who.as_deref(), check::VALIDATE_TIMEOUT).await?;
             let seen = catalog::introspect(&*tx, &schema).await;
-            if tx.rollback().await.is_ok() {
-                session.ended();
-            }
+            // Dropped, the transaction queues its ROLLBACK ahead of the connection's next use.
+            drop(tx);
+            session.ended();
             Ok((stamp, None, Some(seen?)))
         });
         match seen {

@@ -201,7 +201,6 @@ pub async fn execute(db: &Arc<Db>, program: &Json, run: &mut Run<PgStatus>) -> F
         return Finish::error("the input does not bind");
     };
     let signal = Signal::current();
-    let timeout = statement_timeout(signal.remaining());
     let role = match db.roles.of(run.caller()) {
         Ok(role) => role,
         Err(e) => return Finish::error(e.message),
@@ -212,11 +211,20 @@ pub async fn execute(db: &Arc<Db>, program: &Json, run: &mut Run<PgStatus>) -> F
         Ok(s) => s,
         Err(e) => return Finish::error(e.message),
     };
+    // The statement timeout is set once the connection is there: waiting for it is not the
+    // statement's time.
+    let timeout = statement_timeout(signal.remaining());
     let guard = Canceller { db: db.clone(), token: session.cancel_token() };
-    let tx = match session.begin(role.as_deref(), timeout).await {
-        Ok(tx) => tx,
+    // A program that only reads runs in a READ ONLY transaction, which PostgreSQL enforces.
+    let read_only = checked
+        .iter()
+        .all(|c| !c.ddl && c.risk == PgRisk::Safe && c.refs.iter().all(|r| r.risk == PgRisk::Safe));
+    let (tx, prologue) = match session.start(role.as_deref(), timeout, read_only).await {
+        Ok(began) => began,
         Err(e) => return Finish::error(e.message),
     };
+    // Sent with the first statement (one round trip); when it fails, so does the statement.
+    let mut prologue = Some(prologue);
     let stop = run.stop_signal();
     let cacheable = !checked.iter().any(|c| c.ddl);
     let mut last = Json::Null;
@@ -236,7 +244,20 @@ pub async fn execute(db: &Arc<Db>, program: &Json, run: &mut Run<PgStatus>) -> F
             c.names.iter().filter_map(|n| params.get(n).map(|v| (n.clone(), v.clone()))).collect();
         // The step's clock starts with the statement: its t_ms is the statement's time.
         let step = run.step(&c.id).input(json!({"sql": c.sql, "params": used}));
-        match watched(statement(&tx, c, cacheable, &values), &guard, Some(&stop), &signal).await {
+        let work = watched(statement(&tx, c, cacheable, &values), &guard, Some(&stop), &signal);
+        let ran = match prologue.take() {
+            Some(p) => {
+                let (began, ran) = tokio::join!(p.check(&tx), work);
+                if let Err(e) = began {
+                    // Nothing ran: the statement failed behind the refused prologue.
+                    drop(step);
+                    return Finish::error(e.message);
+                }
+                ran
+            }
+            None => work.await,
+        };
+        match ran {
             Ok((output, trace)) => {
                 step.output(trace).succeeded();
                 for (k, r) in c.refs.iter().enumerate() {
@@ -262,6 +283,13 @@ pub async fn execute(db: &Arc<Db>, program: &Json, run: &mut Run<PgStatus>) -> F
                 return if i == 0 { Finish::error(summary) } else { Finish::partial(summary) };
             }
         }
+    }
+    if read_only {
+        // Nothing to commit: the dropped transaction queues its ROLLBACK ahead of the
+        // connection's next use, and the answer does not wait for it.
+        drop(tx);
+        session.ended();
+        return Finish::output(last);
     }
     let committed = tx.commit().await;
     session.ended();

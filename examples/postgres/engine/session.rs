@@ -1,13 +1,15 @@
-//! One transaction as the caller: a pooled connection, `BEGIN`, then one prologue round trip
-//! that sets the caller's role, the served schema's `search_path`, the statement and lock
-//! timeouts, and reads back whether the role is a superuser (or bypasses row security) and
-//! the backend's process id.
+//! One transaction as the caller: a pooled connection, `BEGIN`, then a prologue that sets the
+//! caller's role, the served schema's `search_path`, the statement and lock timeouts, refuses
+//! (on the server) a superuser or BYPASSRLS role, and reads back the backend's process id. The
+//! prologue is sent with the transaction's first statement (pipelined: one round trip for both),
+//! which it makes fail when it fails.
 //!
 //! A [`Session`] that is dropped while its transaction is still open (the runtime dropped the
 //! run at its time bound, or the client went away) stops its work on the server: the running
 //! statement is cancelled with the connection's cancel token, the connection leaves the pool
 //! (it is closed, never reused), and a backend still busy after [`GRACE`] is terminated.
 
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,34 +29,119 @@ pub struct Session {
     db: Arc<Db>,
     client: Option<deadpool_postgres::Object>,
     token: CancelToken,
-    /// The backend's process id, once a prologue read it.
-    pid: Option<i32>,
-    /// A transaction was begun and not yet committed or rolled back.
-    open: bool,
+    /// The backend's process id, once a prologue read it (0 before).
+    pid: Arc<AtomicI32>,
+    /// A transaction was begun and not yet committed or rolled back (shared with its
+    /// [`Prologue`], whose failure ends it: the caller drops the transaction, which queues its
+    /// rollback).
+    open: Arc<AtomicBool>,
 }
 
+/// What a prologue that refuses its role raises: a cast of this text (and the role's name) to
+/// an integer, which PostgreSQL refuses (SQLSTATE 22P02), aborting the transaction.
+const REFUSED: &str = "pilotage: refused role ";
+
 /// The prologue of a transaction acting as `role` (`None`: the login role) on `schema` under
-/// `timeout`; its one row is (superuser or BYPASSRLS, backend pid).
-fn prologue(schema: &str, role: Option<&str>, timeout: Duration) -> String {
+/// `timeout`, `READ ONLY` when `read_only`; its one row is the backend's pid. Unless
+/// `privileged` roles are allowed, a superuser or BYPASSRLS role makes the prologue itself fail
+/// on the server (and so every statement sent after it in the same transaction): a caller may
+/// pipeline its first statement behind the prologue without anything running as such a role.
+fn prologue(
+    schema: &str,
+    role: Option<&str>,
+    timeout: Duration,
+    privileged: bool,
+    read_only: bool,
+) -> String {
     let mut sql = String::new();
+    if read_only {
+        sql.push_str("SET TRANSACTION READ ONLY; ");
+    }
     if let Some(role) = role {
         sql.push_str(&format!("SET LOCAL ROLE {}; ", ident(role)));
     }
     sql.push_str(&format!(
-        "SET LOCAL search_path = {}; SET LOCAL statement_timeout = {}; SET LOCAL lock_timeout = {}; \
-         SELECT rolsuper OR rolbypassrls, pg_backend_pid() FROM pg_roles WHERE rolname = current_user",
+        "SET LOCAL search_path = {}; SET LOCAL statement_timeout = {}; SET LOCAL lock_timeout = {}; ",
         ident(schema),
         timeout.as_millis().max(1),
         timeout.as_millis().clamp(1, 2000),
     ));
+    if privileged {
+        sql.push_str("SELECT pg_backend_pid()");
+    } else {
+        // Fail closed on the server: no row for a role that is not plainly unprivileged raises.
+        sql.push_str(&format!(
+            "SELECT coalesce((SELECT pg_backend_pid() FROM pg_roles WHERE rolname = current_user \
+             AND NOT (rolsuper OR rolbypassrls)), ('{REFUSED}' || current_user)::int)"
+        ));
+    }
     sql
+}
+
+/// The prologue of a begun transaction, to send (see [`Session::start`]).
+pub struct Prologue {
+    db: Arc<Db>,
+    role: Option<String>,
+    sql: String,
+    pid: Arc<AtomicI32>,
+    open: Arc<AtomicBool>,
+}
+
+impl Prologue {
+    /// Send the prologue on `tx` and check its answer: a role the login may not assume, or a
+    /// superuser or BYPASSRLS role (unless the server allows them), is refused with SQLSTATE
+    /// 42501; the outcome is remembered for the role (see [`Db::refusal`]). Statements sent on
+    /// `tx` while this is awaited follow it on the server, and fail when it fails.
+    pub async fn check(&self, tx: &Transaction<'_>) -> Result<(), PgError> {
+        let role = self.role.as_deref();
+        let who = || {
+            role.map_or_else(|| "the login role".to_owned(), |r| format!("the caller's database role {r:?}"))
+        };
+        let privileged = || {
+            PgError::refused(format!(
+                "{} is a superuser or bypasses row security: refused (a server started with --allow-superuser would serve it)",
+                who()
+            ))
+        };
+        let answer = match tx.simple_query(&self.sql).await {
+            Ok(messages) => messages,
+            Err(e) => {
+                let mut e = PgError::from(e);
+                if e.message.contains(REFUSED) {
+                    e = privileged();
+                } else if let Some(role) = role.filter(|_| !e.code.is_empty()) {
+                    e = PgError::refused(format!(
+                        "the caller's database role {role:?} cannot be assumed: {}",
+                        e.message
+                    ));
+                }
+                self.db.remember_refusal(role, Some(&e));
+                self.open.store(false, Ordering::Relaxed);
+                return Err(e);
+            }
+        };
+        let pid = answer.iter().find_map(|m| match m {
+            SimpleQueryMessage::Row(r) => r.get(0).and_then(|p| p.parse::<i32>().ok()),
+            _ => None,
+        });
+        // Fail closed: no answer is a privileged role.
+        let Some(pid) = pid else {
+            let e = privileged();
+            self.db.remember_refusal(role, Some(&e));
+            self.open.store(false, Ordering::Relaxed);
+            return Err(e);
+        };
+        self.pid.store(pid, Ordering::Relaxed);
+        self.db.remember_refusal(role, None);
+        Ok(())
+    }
 }
 
 impl Session {
     /// A session on `client`, a connection of `db`'s pool.
     pub fn new(db: Arc<Db>, client: deadpool_postgres::Object) -> Session {
         let token = client.cancel_token();
-        Session { db, client: Some(client), token, pid: None, open: false }
+        Session { db, client: Some(client), token, pid: Arc::new(AtomicI32::new(0)), open: Arc::default() }
     }
 
     /// A session on a new pooled connection.
@@ -67,73 +154,57 @@ impl Session {
         self.token.clone()
     }
 
-    /// Begin a transaction acting as `role` (`None`: the login role) under `timeout`. A role
-    /// the login may not assume, or a superuser or BYPASSRLS role (unless the server allows
-    /// them), is refused with SQLSTATE 42501; the outcome is remembered for the role (see
-    /// [`Db::refusal`]).
+    /// Begin a transaction acting as `role` (`None`: the login role) under `timeout`, its
+    /// prologue sent and checked (see [`Prologue::check`]).
     pub async fn begin(&mut self, role: Option<&str>, timeout: Duration) -> Result<Transaction<'_>, PgError> {
+        let (tx, prologue) = self.start(role, timeout, false).await?;
+        prologue.check(&tx).await?;
+        Ok(tx)
+    }
+
+    /// Begin a transaction (one round trip) whose prologue (acting as `role` under `timeout`,
+    /// read only when `read_only`) the caller sends with [`Prologue::check`], pipelined with
+    /// its first statement: the two go out together and PostgreSQL runs them in order.
+    pub async fn start(
+        &mut self,
+        role: Option<&str>,
+        timeout: Duration,
+        read_only: bool,
+    ) -> Result<(Transaction<'_>, Prologue), PgError> {
+        let db = self.db.clone();
+        let prologue = Prologue {
+            sql: prologue(&db.schema, role, timeout, db.roles.allow_superuser, read_only),
+            role: role.map(str::to_owned),
+            pid: self.pid.clone(),
+            open: self.open.clone(),
+            db,
+        };
         let client = self.client.as_mut().ok_or_else(|| PgError::other("the connection is closed"))?;
         if client.statement_cache.size() > MAX_CACHED_STATEMENTS {
             client.statement_cache.clear();
         }
-        self.open = true;
-        let tx = client.transaction().await?;
-        let answer = match tx.simple_query(&prologue(&self.db.schema, role, timeout)).await {
-            Ok(messages) => messages,
-            Err(e) => {
-                let mut e = PgError::from(e);
-                if let Some(role) = role.filter(|_| !e.code.is_empty()) {
-                    e = PgError::refused(format!(
-                        "the caller's database role {role:?} cannot be assumed: {}",
-                        e.message
-                    ));
-                }
-                if tx.rollback().await.is_ok() {
-                    self.open = false;
-                }
-                self.db.remember_refusal(role, Some(&e));
-                return Err(e);
-            }
-        };
-        let row = answer.iter().find_map(|m| match m {
-            SimpleQueryMessage::Row(r) => Some(r),
-            _ => None,
-        });
-        self.pid = row.and_then(|r| r.get(1)).and_then(|p| p.parse().ok());
-        // Fail closed: no answer is a privileged role.
-        let privileged = row.and_then(|r| r.get(0)) != Some("f");
-        if privileged && !self.db.roles.allow_superuser {
-            let who = role
-                .map_or_else(|| "the login role".to_owned(), |r| format!("the caller's database role {r:?}"));
-            let e = PgError::refused(format!(
-                "{who} is a superuser or bypasses row security: refused (a server started with --allow-superuser would serve it)"
-            ));
-            if tx.rollback().await.is_ok() {
-                self.open = false;
-            }
-            self.db.remember_refusal(role, Some(&e));
-            return Err(e);
-        }
-        self.db.remember_refusal(role, None);
-        Ok(tx)
+        self.open.store(true, Ordering::Relaxed);
+        Ok((client.transaction().await?, prologue))
     }
 
-    /// The transaction was committed or rolled back: the connection goes back to the pool
-    /// clean when the session drops.
+    /// The transaction was committed or rolled back (or dropped, which queues its rollback
+    /// ahead of the connection's next use): the connection goes back to the pool clean when
+    /// the session drops.
     pub fn ended(&mut self) {
-        self.open = false;
+        self.open.store(false, Ordering::Relaxed);
     }
 }
 
 impl Drop for Session {
     fn drop(&mut self) {
-        if !self.open {
+        if !self.open.load(Ordering::Relaxed) {
             return;
         }
         // Dropped mid-transaction: stop the work on the server, and never reuse the connection.
         let Some(client) = self.client.take() else { return };
         let client = deadpool_postgres::Object::take(client);
-        let (token, pid, db) = (self.token.clone(), self.pid, self.db.clone());
+        let (token, db) = (self.token.clone(), self.db.clone());
+        let pid = Some(self.pid.load(Ordering::Relaxed)).filter(|p| *p != 0);
         let pool_db = db.clone();
         db.spawn(async move {
             let _ = token.cancel_query(NoTls).await;

@@ -41,7 +41,7 @@ CREATE VIEW order_totals AS
 ";
 
 /// The demo rows.
-const DEMO_ROWS: &str = "
+pub const DEMO_ROWS: &str = "
 INSERT INTO customers (id, name, email, tier) VALUES
   (1, 'Amira Hassan', 'amira@example.com', 'gold'),
   (2, 'Tomás Silva', 'tomas@example.com', 'silver'),

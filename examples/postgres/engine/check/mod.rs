@@ -22,7 +22,7 @@ use sqlparser::ast::{ObjectName, ObjectNamePart, Spanned, Statement as Ast, Visi
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::tokenizer::{Location, Span, Token};
 
-use super::db::Db;
+use super::db::{Db, PgError};
 use super::session::Session;
 use super::text::{self, range, token_range, BadPlaceholder, Source, Statement};
 use super::{PgCode, PgRisk};
@@ -192,22 +192,42 @@ fn second_pass(
     first: Vec<(Statement, Checked)>,
     v: &mut Validation<PgCode, PgRisk>,
 ) -> Vec<Checked> {
-    let work: Vec<Checked> = first.iter().map(|(_, c)| c.clone()).collect();
     // A program that changes the schema prepares against what it created: never cached.
-    let cacheable = !work.iter().any(|c| c.ddl);
-    let (shared, schema) = (db.clone(), db.schema.clone());
-    let answers = db.block(move |client| async move {
-        let mut session = Session::new(shared, client);
-        let tx = session.begin(role.as_deref(), VALIDATE_TIMEOUT).await?;
-        let mut answers = Vec::new();
-        for c in &work {
-            answers.push(ask::ask(&tx, &schema, c, cacheable).await);
-        }
-        if tx.rollback().await.is_ok() {
+    let cacheable = first.iter().all(|(_, c)| !c.ddl);
+    // What PostgreSQL already accepted as this role at the catalog stamp this request's snapshot
+    // was read at is its answer still (no estimate: those follow the table's statistics).
+    let stamp = v.snapshot().and_then(|s| db.stamp_of(role.as_deref(), &s)).filter(|_| cacheable);
+    let known = |c: &Checked| {
+        c.estimated.is_none() && stamp.as_ref().is_some_and(|s| db.accepted(role.as_deref(), s, &c.pg_sql))
+    };
+    let work: Vec<(usize, Checked)> =
+        first.iter().enumerate().filter(|(_, (_, c))| !known(c)).map(|(i, (_, c))| (i, c.clone())).collect();
+    let asked: Vec<usize> = work.iter().map(|(i, _)| *i).collect();
+    let (shared, schema, who) = (db.clone(), db.schema.clone(), role.clone());
+    let answers = if work.is_empty() {
+        Ok(Vec::new())
+    } else {
+        db.block(move |client| async move {
+            let mut session = Session::new(shared, client);
+            let (tx, prologue) = session.start(who.as_deref(), VALIDATE_TIMEOUT, false).await?;
+            let mut answers = Vec::new();
+            let mut rest = work.iter();
+            if let Some((_, c)) = rest.next() {
+                // The prologue and the first statement go out together.
+                let (began, answer) = tokio::join!(prologue.check(&tx), ask::ask(&tx, &schema, c, cacheable));
+                // Refused, the prologue ended the session: the dropped transaction rolls back.
+                began?;
+                answers.push(answer);
+            }
+            for (_, c) in rest {
+                answers.push(ask::ask(&tx, &schema, c, cacheable).await);
+            }
+            // Dropped, the transaction queues its ROLLBACK ahead of the connection's next use.
+            drop(tx);
             session.ended();
-        }
-        Ok(answers)
-    });
+            Ok(answers)
+        })
+    };
     let answers = match answers {
         Ok(a) => a,
         Err(e) => {
@@ -216,8 +236,18 @@ fn second_pass(
             return Vec::new();
         }
     };
+    let mut by_statement: Vec<Option<Result<Option<ask::Estimate>, PgError>>> = vec![None; first.len()];
+    for (i, answer) in asked.into_iter().zip(answers) {
+        by_statement[i] = Some(answer);
+    }
     let mut passed = Vec::new();
-    for ((stmt, mut c), answer) in first.into_iter().zip(answers) {
+    for ((stmt, mut c), answer) in first.into_iter().zip(by_statement) {
+        let asked = answer.is_some();
+        // Not asked: PostgreSQL accepted it as this role at this stamp.
+        let answer = answer.unwrap_or(Ok(None));
+        if let (true, Ok(None), Some(s)) = (asked && cacheable && c.estimated.is_none(), &answer, &stamp) {
+            db.accept(role.as_deref(), s, &c.pg_sql);
+        }
         match answer {
             Err(e) => ask::report(src, &stmt, &c, &e, v),
             Ok(_) if c.unparsed.is_some() => {
