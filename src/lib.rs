@@ -212,11 +212,17 @@ pub use pilotage_macros::language;
 /// | `validate`, `execute` or `trace` | the stage (first, bare) | required |
 /// | `name` | the MCP tool's name, e.g. `name = "validate_calc"` | required |
 /// | `no_input` | a bare flag, on `execute` only: a Run given `input` is refused before the method runs | optional |
+/// | `inline` | a bare flag, on `validate` only: the validator is cheap, bounded by the program's size and depth, and runs on the request's own task instead of an engine thread | optional |
 ///
 /// The shapes:
 ///
 /// - `#[loop_tool(validate, name = "...")] fn validate(&self, program: &Json, v: &mut Validation<Codes, Risk>)`:
-///   exactly one; synchronous, side-effect free, returning nothing.
+///   exactly one; synchronous, side-effect free, returning nothing. It runs on an engine
+///   thread, so that its time bound holds even if it never returns; with `inline`
+///   (`#[loop_tool(validate, name = "...", inline)]`) it runs on the request's own task, saving
+///   the hand-off: the program's size and depth bounds still refuse a program before it runs,
+///   a verdict past `validate_time` is still refused, but nothing stops a validator that never
+///   returns. The manifest entry then carries `"x-validation": "inline"`.
 /// - `#[loop_tool(execute, name = "...")] async fn run(&self, program: &Json, run: &mut Run) -> Finish`:
 ///   iff `execute` is declared (may be synchronous); `Run<S>`/`Finish<S>` with `statuses = S`.
 ///   A Run's `input`, when given, is a JSON object: [`Run::input`](crate::engine::Run::input).

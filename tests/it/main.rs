@@ -66,6 +66,10 @@ mod frames;
 #[cfg(feature = "host")]
 mod gate;
 #[cfg(feature = "host")]
+mod gate_passthrough;
+#[cfg(all(feature = "host", feature = "postgres"))]
+mod gate_postgres;
+#[cfg(feature = "host")]
 mod host_discovery;
 #[cfg(feature = "host")]
 mod host_examples;
@@ -82,6 +86,7 @@ mod host_vectors;
 mod hostile_calls;
 mod hostile_state;
 mod http_edge;
+mod inline_validation;
 mod long_run_clients;
 mod long_runs;
 mod loop_duplex;
@@ -96,6 +101,7 @@ mod readme;
 mod replicas;
 mod request_futures;
 mod revalidation;
+mod schema_portability;
 mod schemas;
 mod sql_loop;
 mod standard_schemas;

@@ -174,7 +174,7 @@ async fn load(worker: usize, urls: [String; 2], stop: Arc<AtomicBool>) -> Seen {
 }
 
 /// The faults, in turn: each table of the schema locked, the replicas' backends terminated
-/// twice, the role's write privileges revoked and given back, and the keys table locked for
+/// twice, the role's write privileges revoked for longer than the store time and given back, and the keys table locked for
 /// longer than a claim's lease.
 async fn inject(admin: &tokio_postgres::Client, schema: &str, role: &str, app: &str) {
     let tables: Vec<String> = admin
@@ -203,7 +203,10 @@ async fn inject(admin: &tokio_postgres::Client, schema: &str, role: &str, app: &
     }
     let grants = format!("INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema}");
     admin.batch_execute(&format!("REVOKE {grants} FROM {role}")).await.expect("revoke");
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Longer than the replicas' store time (the default), so that the runs which start in the
+    // first second cannot keep their records and must be told so: the faults are felt on every
+    // machine, however fast, and not only where the other faults happen to outlast a retry.
+    tokio::time::sleep(Limits::default().store_time + Duration::from_secs(1)).await;
     admin.batch_execute(&format!("GRANT {grants} TO {role}")).await.expect("grant again");
     lock("pilotage_keys".to_owned(), Duration::from_millis(4000)).await;
 }
