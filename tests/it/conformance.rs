@@ -154,20 +154,13 @@ async fn automation_over_http() {
     conform(http(&automation_server(&store)).await, "automation/v1").await;
 }
 
-/// A stateless deployment (MCP 2026-07-28): every sessionless request is the one anonymous
-/// caller, so the runs, promotions and catalog changes of one request are there for the next.
-/// Only automation/v1 (retention "PT1H", a durable store) and calc/v1 (retention "none") can
-/// be deployed so: workflow/v1 and sql/sqlite-3 keep runs for the session ("session"
-/// retention), which a stateless deployment may not declare (Part III §8.1).
-///
-/// Ignored: measured 65 passed, 4 failed, 9 skipped. The 4 FAILs come from every vector
-/// sharing the one anonymous world of a stateless deployment, not from the Host:
-/// PIL-EXECUTE-DRIFT-B and -DRIFT-BEFORE-VALIDATION-B ("the catalog change did not move
-/// catalog_version") and CASE status:mode_mismatch, status:stale (a device fault injected by an
-/// earlier vector still makes `hall_light` time out). Needs per-vector isolation (a fresh server
-/// per vector, or an authenticator giving each vector its own caller).
+/// A stateless deployment (MCP 2026-07-28) of automation/v1 (retention "PT1H", a durable
+/// store; workflow/v1 and sql/sqlite-3 keep runs for the session, which a stateless deployment
+/// may not declare, Part III §8.1). Its verified callers each have a world of their own, as a
+/// real deployment's would: the runner's Host for each vector presents a bearer token of its
+/// own ([`token_per_host`]), so no vector sees another's runs, catalog changes or injected
+/// device faults (with one shared anonymous world, 4 vectors failed on exactly that).
 #[tokio::test]
-#[ignore = "4 FAILs from the shared anonymous world of a stateless deployment; see the doc comment"]
 async fn automation_over_http_stateless() {
     let store = TempStore::new("stateless");
     let server = pilotage::Server::builder()
@@ -175,10 +168,45 @@ async fn automation_over_http_stateless() {
         .language(automation::Automation::new)
         .state(Arc::new(store.open()))
         .stateless(true)
-        .anonymous_sessionless()
+        .authenticator(TokenIsCaller)
         .build()
         .unwrap();
-    conform(stateless(&server).await, "automation/v1").await;
+    conform(token_per_host(&server).await, "automation/v1").await;
+}
+
+/// A test deployment's authenticator: a request's bearer token is its caller's id, and a
+/// request without one is the caller `anonymous` (the raw carrier vectors send none).
+struct TokenIsCaller;
+
+impl pilotage::transport::auth::Authenticator for TokenIsCaller {
+    fn authenticate(
+        &self,
+        parts: &axum::http::request::Parts,
+    ) -> Result<pilotage::engine::Caller, pilotage::transport::auth::AuthRefusal> {
+        let token = parts
+            .headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        Ok(pilotage::engine::Caller::new(token.unwrap_or("anonymous")))
+    }
+}
+
+/// [`stateless`], each Host presenting a bearer token (so being a caller) of its own.
+async fn token_per_host(server: &pilotage::Server) -> Connector {
+    let http =
+        HttpServer::start_with(server, HttpOptions { stateless: true, ..HttpOptions::default() }).await;
+    let url = http.url().to_owned();
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    Connector::new(
+        "http (stateless, a caller per Host)",
+        move |grant| {
+            let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Host::http(url.clone()).stateless().bearer(format!("host-{n}")).approver(grant).connect().boxed()
+        },
+        move || Client::from(http.connect(HttpStyle::Plain)),
+    )
+    .stateless()
 }
 
 #[tokio::test]

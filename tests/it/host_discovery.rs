@@ -64,6 +64,36 @@ async fn list_changed_and_not_found_make_the_host_rediscover() {
     assert_eq!(server.count("pilotage_manifest"), 3, "a not_found makes the next request rediscover");
 }
 
+/// Part III §3.3 over sessionful Streamable HTTP: an rmcp server sends `tools/list_changed`
+/// only on the session's standalone GET stream (never inside an answer's stream); the Host
+/// listens there, so the next request rediscovers. Without the stream it would not, for
+/// `HostLimits::rediscover_after` (60 s).
+#[tokio::test]
+async fn a_sessionful_http_host_hears_list_changed_on_the_get_stream() {
+    let announce = Arc::new(Mutex::new(false));
+    let a = announce.clone();
+    let replace = Arc::new(move |tool: &str, _: &Value| match tool {
+        "validate_workflow" if *a.lock().unwrap() => Some(Reply::ListChanged),
+        _ => None,
+    });
+    let server = Wrapped::workflow(replace);
+    let (url, task) = server.serve().await;
+    let host = Host::http(&url).connect().await.unwrap();
+    let wf = host.language("workflow/v1").unwrap();
+    wf.validate(workflow_call("cap_read_user_profile")).await.unwrap();
+    assert_eq!(server.count("pilotage_manifest"), 1, "nothing changed: no rediscovery");
+
+    *announce.lock().unwrap() = true;
+    wf.validate(workflow_call("cap_read_user_profile")).await.unwrap();
+    *announce.lock().unwrap() = false;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    wf.validate(workflow_call("cap_read_user_profile")).await.unwrap();
+    assert_eq!(server.count("pilotage_manifest"), 2, "the change heard on the GET stream makes the next request rediscover");
+    wf.validate(workflow_call("cap_read_user_profile")).await.unwrap();
+    assert_eq!(server.count("pilotage_manifest"), 2, "once");
+    task.abort();
+}
+
 /// What a stateless test endpoint saw: each request's body and `MCP-Protocol-Version`.
 type Seen = Arc<Mutex<Vec<(Value, String)>>>;
 

@@ -3,11 +3,11 @@
 //! discovered manifest fresh (Part III §3.3: after `tools/list_changed`, whether it comes on a
 //! session's stream or inside the SSE answer to a request, stateless included; after
 //! `not_found` for a name believed current, after `unknown_baseline` and after a
-//! `catalog_drift` outcome; and, over HTTP, when older than [`HostLimits::rediscover_after`]).
-//! An HTTP connection opens no GET stream (a stateless, 2026-07-28, one has no session for one
-//! to belong to; a sessionful one does not open it either), so a notification the server does
-//! not put in an answer's stream does not arrive, and the age bound and the triggers above
-//! stand in for it.
+//! `catalog_drift` outcome; and, over HTTP without an open standalone GET stream, when older
+//! than [`HostLimits::rediscover_after`]). A sessionful HTTP connection listens on the GET
+//! stream; a stateless (2026-07-28) one has no session for one to belong to, so a notification
+//! the server does not put in an answer's stream does not arrive, and the age bound and the
+//! triggers above stand in for it.
 
 use std::sync::{Arc, Mutex};
 

@@ -35,7 +35,7 @@ pub struct HostLimits {
     /// How many times one [`Language::run`](super::Language::run) resumes after `catalog_drift`
     /// before it hands the drift back to the caller. Default 2.
     pub max_drift_recoveries: u32,
-    /// Over HTTP (stateless, or sessionful without the standalone GET stream, where
+    /// Over HTTP (stateless, or sessionful while no standalone GET stream is open, where
     /// notifications may not arrive), the Host rediscovers when its manifest is older than this
     /// (Part III §3.3). Default 60 s.
     pub rediscover_after: Duration,

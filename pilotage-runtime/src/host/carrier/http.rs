@@ -2,18 +2,25 @@
 //! (`initialize`, then `Mcp-Session-Id` on every request) or a stateless one (MCP 2026-07-28:
 //! no handshake, `server/discover` for the accelerator, and the client capabilities in every
 //! request's `_meta`). Every answer is read in chunks up to `HostLimits::max_response_bytes`,
-//! as JSON or as an SSE stream (read until the awaited response, never to the end).
+//! as JSON or as an SSE stream (read until the awaited response; the rest is drained in the
+//! background, see [`sse`](super::sse)). A session listens on its standalone GET stream.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
+use super::sse::{drain, note, Events, Listener, Session};
 use super::{
-    extensions, read_answer, read_tools, ToolAnswer, ToolInfo, SESSION_REVISION, STATELESS_REVISION,
+    extensions, read_answer, read_tools, ChangedFlag, ToolAnswer, ToolInfo, SESSION_REVISION,
+    STATELESS_REVISION,
 };
 use crate::host::error::HostError;
 use crate::host::limits::HostLimits;
 use crate::model::manifest::EXTENSION_ID;
+
+/// How long connecting waits for the server's answer to the standalone GET stream's request.
+const LISTEN_WAIT: Duration = Duration::from_secs(2);
 
 /// One Streamable HTTP endpoint.
 pub(crate) struct HttpCarrier {
@@ -24,7 +31,9 @@ pub(crate) struct HttpCarrier {
     session: Option<String>,
     accelerator: Option<Value>,
     instructions: Option<String>,
-    changed: AtomicBool,
+    changed: ChangedFlag,
+    /// The standalone GET stream of a session, when the server offers one.
+    listener: Option<Listener>,
     next_id: AtomicU64,
     max_bytes: usize,
 }
@@ -49,7 +58,8 @@ impl HttpCarrier {
             session: None,
             accelerator: None,
             instructions: None,
-            changed: AtomicBool::new(false),
+            changed: ChangedFlag::default(),
+            listener: None,
             next_id: AtomicU64::new(1),
             max_bytes: limits.max_response_bytes,
         };
@@ -71,6 +81,17 @@ impl HttpCarrier {
             carrier.accelerator = accelerator(&result);
             carrier.instructions = instructions(&result);
             carrier.notify("notifications/initialized").await?;
+            if let Some(id) = carrier.session.clone() {
+                let session = Session {
+                    client: carrier.client.clone(),
+                    url: carrier.url.clone(),
+                    id,
+                    revision: SESSION_REVISION,
+                    authorization: carrier.authorization.clone(),
+                    max_bytes: carrier.max_bytes,
+                };
+                carrier.listener = Listener::open(session, carrier.changed.clone(), LISTEN_WAIT).await;
+            }
         }
         Ok(carrier)
     }
@@ -109,6 +130,12 @@ impl HttpCarrier {
         &self.changed
     }
 
+    /// Whether a notification may fail to reach the Host: always without a session; with one,
+    /// while its standalone GET stream is not open.
+    pub fn may_miss_notifications(&self) -> bool {
+        !self.listener.as_ref().is_some_and(Listener::is_open)
+    }
+
     /// One request; its JSON-RPC `result`.
     async fn request(&self, method: &str, params: Value) -> Result<Value, HostError> {
         Ok(self.exchange(method, params).await?.0)
@@ -130,7 +157,7 @@ impl HttpCarrier {
         if let Some(name) = name {
             request = request.header("mcp-name", name);
         }
-        let mut response =
+        let response =
             request.send().await.map_err(|e| HostError::Transport(format!("POST {}: {e}", self.url)))?;
         let session =
             response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
@@ -140,7 +167,7 @@ impl HttpCarrier {
             .get("content-type")
             .and_then(|v| v.to_str().ok())
             .is_some_and(|c| c.starts_with("text/event-stream"));
-        let message = self.read_message(&mut response, sse, id, method).await;
+        let message = self.read_message(response, sse, id, method).await;
         match message {
             Ok(message) => Ok((jsonrpc_result(message, method)?, session)),
             Err(_) if !status.is_success() => Err(HostError::Transport(format!("{method}: HTTP {status}"))),
@@ -182,81 +209,62 @@ impl HttpCarrier {
 
     /// The JSON-RPC message answering request `id`: the body (JSON), or the first SSE event
     /// that answers it (notifications on the way are noted: `tools/list_changed` raises the
-    /// rediscovery flag). At most `max_bytes` are read.
+    /// rediscovery flag; the rest of the stream is drained in the background). At most
+    /// `max_bytes` are held: the whole JSON body, or one event.
     async fn read_message(
         &self,
-        response: &mut reqwest::Response,
+        mut response: reqwest::Response,
         sse: bool,
         id: u64,
         method: &str,
     ) -> Result<Value, HostError> {
-        let mut buffer: Vec<u8> = Vec::new();
-        let mut scanned = 0;
-        loop {
-            let chunk = response.chunk().await.map_err(|e| HostError::Transport(format!("{method}: {e}")))?;
-            let Some(chunk) = chunk else { break };
-            if buffer.len() + chunk.len() > self.max_bytes {
-                return Err(HostError::TooLarge {
-                    what: format!("the answer to {method}"),
-                    limit: self.max_bytes,
-                });
+        let too_large = || HostError::TooLarge { what: format!("the answer to {method}"), limit: self.max_bytes };
+        let read = |e: reqwest::Error| HostError::Transport(format!("{method}: {e}"));
+        if !sse {
+            let mut buffer: Vec<u8> = Vec::new();
+            while let Some(chunk) = response.chunk().await.map_err(read)? {
+                if buffer.len() + chunk.len() > self.max_bytes {
+                    return Err(too_large());
+                }
+                buffer.extend_from_slice(&chunk);
             }
-            // A boundary may straddle the chunks: look again from three bytes before the new one.
-            let from = buffer.len().saturating_sub(3).max(scanned);
-            buffer.extend_from_slice(&chunk);
-            if sse {
-                if let Some(found) = self.scan_events(&buffer, &mut scanned, from, id) {
-                    return Ok(found);
+            return serde_json::from_slice(&buffer)
+                .map_err(|e| HostError::Malformed { what: method.to_owned(), reason: format!("not JSON: {e}") });
+        }
+        let mut events = Events::new(self.max_bytes);
+        let mut out = Vec::new();
+        let mut ended = false;
+        loop {
+            match response.chunk().await.map_err(read)? {
+                Some(chunk) => events.feed(&chunk, &mut out).map_err(|_| too_large())?,
+                None => {
+                    events.finish(&mut out);
+                    ended = true;
                 }
             }
-        }
-        if sse {
-            let from = buffer.len().saturating_sub(3).max(scanned);
-            buffer.extend_from_slice(b"\n\n");
-            return self.scan_events(&buffer, &mut scanned, from, id).ok_or_else(|| HostError::Malformed {
-                what: method.to_owned(),
-                reason: "the event stream ended without the response".into(),
-            });
-        }
-        serde_json::from_slice(&buffer)
-            .map_err(|e| HostError::Malformed { what: method.to_owned(), reason: format!("not JSON: {e}") })
-    }
-
-    /// Reads the complete SSE events of `buffer` after `scanned` (no boundary lies between
-    /// `scanned` and `from`); the response to `id`, if one is among them.
-    fn scan_events(&self, buffer: &[u8], scanned: &mut usize, mut from: usize, id: u64) -> Option<Value> {
-        while let Some(end) = find_event_end(&buffer[from..]).map(|e| e + from) {
-            let event = &buffer[*scanned..end];
-            *scanned = end;
-            from = end;
-            let text = String::from_utf8_lossy(event);
-            let data: Vec<&str> = text
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(|d| d.strip_prefix(' ').unwrap_or(d))
-                .collect();
-            if data.is_empty() {
-                continue;
+            let mut found = None;
+            for message in out.drain(..) {
+                note(&message, &self.changed);
+                if found.is_none() && message.get("id").and_then(Value::as_u64) == Some(id) {
+                    found = Some(message);
+                }
             }
-            let Ok(message) = serde_json::from_str::<Value>(&data.join("\n")) else { continue };
-            if message.get("method").and_then(Value::as_str) == Some("notifications/tools/list_changed") {
-                self.changed.store(true, Ordering::Release);
-            }
-            if message.get("id").and_then(Value::as_u64) == Some(id) {
-                return Some(message);
+            match found {
+                Some(message) => {
+                    if !ended {
+                        drain(response, events, self.changed.clone());
+                    }
+                    return Ok(message);
+                }
+                None if ended => {
+                    return Err(HostError::Malformed {
+                        what: method.to_owned(),
+                        reason: "the event stream ended without the response".into(),
+                    })
+                }
+                None => {}
             }
         }
-        None
-    }
-}
-
-/// The length of the first complete event of `bytes` (its blank line included), if any.
-fn find_event_end(bytes: &[u8]) -> Option<usize> {
-    let lf = bytes.windows(2).position(|w| w == b"\n\n").map(|i| i + 2);
-    let crlf = bytes.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4);
-    match (lf, crlf) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
     }
 }
 

@@ -4,6 +4,7 @@
 //! requests the Host needs, `tools/list` and `tools/call`, bounded by [`HostLimits`].
 
 mod http;
+mod sse;
 mod stream;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -119,11 +120,14 @@ impl Carrier {
         flag.swap(false, Ordering::AcqRel)
     }
 
-    /// Whether notifications may not reach this connection: every HTTP one (stateless has no
-    /// session, and a sessionful one opens no standalone GET stream, so only notifications
-    /// inside an answer's SSE stream arrive). Over a byte stream every notification arrives.
+    /// Whether notifications may not reach this connection: a stateless HTTP one (no session:
+    /// only notifications inside an answer's event stream arrive), and a sessionful one while
+    /// its standalone GET stream is not open. Over a byte stream every notification arrives.
     pub fn may_miss_notifications(&self) -> bool {
-        matches!(self, Carrier::Http(_))
+        match self {
+            Carrier::Stream(_) => false,
+            Carrier::Http(c) => c.may_miss_notifications(),
+        }
     }
 }
 
