@@ -146,6 +146,7 @@ async fn twenty_runs_on_sixteen_connections_queue_four_report_it_and_catalog_rea
     // Every run succeeded, its statement timed from its start (the queue is not its time); the
     // four queued ones report their wait, the same in `_meta` and in the trace.
     let mut queued = Vec::new();
+    let mut waited_most = (0, String::new());
     for id in &runs {
         let (answer, _) = &answers[id];
         let run = &answer["result"]["structuredContent"];
@@ -157,7 +158,13 @@ async fn twenty_runs_on_sixteen_connections_queue_four_report_it_and_catalog_rea
         let stats = run["trace"]["stats"]["queued_ms"].as_u64().unwrap_or(0);
         assert_eq!(stats, meta_queued(answer), "{answer}");
         queued.push(stats);
+        if stats > waited_most.0 {
+            waited_most = (stats, run["run_id"].as_str().unwrap().to_owned());
+        }
     }
+    // The kept record says it too.
+    let kept = conn.call_ok("trace_sql", json!({"run_id": waited_most.1})).await;
+    assert_eq!(kept["trace"]["stats"], json!({"queued_ms": waited_most.0}), "{kept}");
     queued.sort_unstable();
     let (catalog_took, validation_queued) = (answers[&catalog].1, meta_queued(&answers[&validation].0));
     eprintln!(
