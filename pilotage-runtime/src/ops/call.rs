@@ -145,7 +145,7 @@ mod tests {
     use tokio::time::Instant;
 
     use crate::engine::Limits;
-    use crate::ops::call::{waiting_until, CallEnd, EngineCall, Lane};
+    use crate::ops::call::{add_queued, queue_counted, waiting_until, CallEnd, EngineCall, Lane};
     use crate::ops::slots::{Full, LaneKind, Slots};
 
     fn call(slots: &Arc<Slots>, caller: &str, ms: u64) -> EngineCall {
@@ -172,6 +172,33 @@ mod tests {
         let cut = short.run(|| std::thread::sleep(Duration::from_millis(400))).await;
         assert!(matches!(cut, Err(CallEnd::TimedOut)), "{cut:?}");
         assert!(short.expired());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_request_counts_the_waits_of_its_calls_and_the_engine_sees_them() {
+        let slots = Arc::new(Slots::new(1, 1));
+        let held = slots.take(LaneKind::Engine, "a", Instant::now() + Duration::from_secs(1)).await.unwrap();
+        let release = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            drop(held);
+        });
+        let (seen, total) = queue_counted(async {
+            let first = call(&slots, "b", 1000);
+            let seen = first.run(|| crate::engine::Signal::current().queued()).await.unwrap();
+            // A second call that finds its slot free adds next to nothing (microseconds); what
+            // the engine reports is added as it is.
+            let second = call(&slots, "b", 1000);
+            let again = second.run(|| crate::engine::Signal::current().queued()).await.unwrap();
+            assert!(again >= seen && again - seen < Duration::from_millis(5), "{seen:?} then {again:?}");
+            assert_eq!(add_queued(Duration::from_millis(5)), Some(again + Duration::from_millis(5)));
+            again
+        })
+        .await;
+        release.await.unwrap();
+        assert!(seen >= Duration::from_millis(150) && seen < Duration::from_millis(1000), "{seen:?}");
+        assert_eq!(total, seen + Duration::from_millis(5));
+        // Outside a request nothing is counted.
+        assert_eq!(add_queued(Duration::from_millis(5)), None);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
