@@ -103,15 +103,7 @@ pub(crate) async fn run_checked(
     // trace; a kept one's record keeps them and the inline trace gets a copy.
     let steps = recorder.take_steps();
     let keep = keeps(ctx, &checked);
-    let (trace, kept) = match checked.effective_level {
-        Some(level) if keep => {
-            (Some(inline_trace(&run_id, render_steps(&steps, level), level, stats.clone())), Some(steps))
-        }
-        Some(level) => {
-            (Some(inline_trace(&run_id, render_steps_owned(steps, level), level, stats.clone())), None)
-        }
-        None => (None, keep.then_some(steps)),
-    };
+    let (trace, kept) = split_trace(&run_id, steps, checked.effective_level, keep, &stats);
     let keep = kept.map(|steps| {
         let record = RunRecord {
             run_id: run_id.clone(),
@@ -310,6 +302,26 @@ fn keeps(ctx: Ctx<'_>, checked: &WellFormed<'_>) -> bool {
     match checked.store_flag {
         Some(flag) => flag,
         None => *retention != Retention::None && !(*retention == Retention::Session && ctx.session.stateless),
+    }
+}
+
+/// The inline trace at `level` (if any) and the steps a kept Run's record keeps (if kept): a Run
+/// that is not kept gives its steps to its inline trace, a kept one's trace gets a copy.
+fn split_trace(
+    run_id: &str,
+    steps: Vec<TraceStep>,
+    level: Option<TraceLevel>,
+    keep: bool,
+    stats: &Option<Value>,
+) -> (Option<Trace>, Option<Vec<TraceStep>>) {
+    match level {
+        Some(level) if keep => {
+            (Some(inline_trace(run_id, render_steps(&steps, level), level, stats.clone())), Some(steps))
+        }
+        Some(level) => {
+            (Some(inline_trace(run_id, render_steps_owned(steps, level), level, stats.clone())), None)
+        }
+        None => (None, keep.then_some(steps)),
     }
 }
 
