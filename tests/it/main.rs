@@ -93,6 +93,8 @@ mod loop_duplex;
 mod loop_http;
 mod loop_stdio;
 #[cfg(feature = "postgres")]
+mod postgres_load;
+#[cfg(feature = "postgres")]
 mod postgres_loop;
 #[cfg(feature = "postgres")]
 mod postgres_safety;

@@ -145,16 +145,23 @@ async fn statement(
     Ok((output, trace))
 }
 
-/// The failure status and message of a failed statement.
-fn failure(f: &Failed, timeout: Duration) -> (Failure<PgStatus>, String) {
+/// The failure status and message of a failed statement of a run that waited `queued` for its
+/// engine slot and connection (said with a timeout, so the wait is not mistaken for the
+/// statement's time).
+fn failure(f: &Failed, timeout: Duration, queued: Duration) -> (Failure<PgStatus>, String) {
     let e = &f.error;
+    let waited = match queued.as_millis() {
+        0 => String::new(),
+        ms => format!(", after {ms} ms queued for a connection"),
+    };
     match e.code.as_str() {
-        "57014" if f.stopped => {
-            (Failure::Engine(PgStatus::Timeout), "cancelled on the server at the run's bound".into())
-        }
+        "57014" if f.stopped => (
+            Failure::Engine(PgStatus::Timeout),
+            format!("cancelled on the server at the run's bound{waited}"),
+        ),
         "57014" => (
             Failure::Engine(PgStatus::Timeout),
-            format!("cancelled by statement_timeout after {} ms", timeout.as_millis()),
+            format!("cancelled by statement_timeout after {} ms{waited}", timeout.as_millis()),
         ),
         "53200" => (Failure::Partial, e.message.clone()),
         "42501" => {
@@ -207,10 +214,15 @@ pub async fn execute(db: &Arc<Db>, program: &Json, run: &mut Run<PgStatus>) -> F
     };
     // Dropped before it ends (the run's bound, the client gone), the session cancels its
     // statement on the server and closes its connection.
+    let asked = std::time::Instant::now();
     let mut session = match Session::connect(db).await {
         Ok(s) => s,
         Err(e) => return Finish::error(e.message),
     };
+    // The wait for the connection is reported with the wait for the engine slot (the trace's
+    // `stats.queued_ms`); neither is the statements' time.
+    run.waited(asked.elapsed());
+    let queued = run.queued();
     // The statement timeout is set once the connection is there: waiting for it is not the
     // statement's time.
     let timeout = statement_timeout(signal.remaining());
@@ -269,7 +281,7 @@ pub async fn execute(db: &Arc<Db>, program: &Json, run: &mut Run<PgStatus>) -> F
                 last = output;
             }
             Err(f) => {
-                let (status, message) = failure(&f, timeout);
+                let (status, message) = failure(&f, timeout, queued);
                 step.failed(status, message.clone());
                 // A statement the run's bound stopped leaves the session open: its drop closes
                 // the connection after the cancel.

@@ -10,7 +10,7 @@
 //! unbounded.
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -24,6 +24,8 @@ struct SignalState {
     /// Set once: at creation ([`Signal::until`]), or when the engine call starts.
     deadline: OnceLock<Instant>,
     cancelled: AtomicBool,
+    /// Microseconds the request waited for engine slots up to this call's start.
+    queued: AtomicU64,
 }
 
 impl Signal {
@@ -36,7 +38,11 @@ impl Signal {
 
     /// A signal that fires only when cancelled.
     pub fn unbounded() -> Self {
-        Signal(Arc::new(SignalState { deadline: OnceLock::new(), cancelled: AtomicBool::new(false) }))
+        Signal(Arc::new(SignalState {
+            deadline: OnceLock::new(),
+            cancelled: AtomicBool::new(false),
+            queued: AtomicU64::new(0),
+        }))
     }
 
     /// Start the clock of a signal made without a deadline: it fires `time` from now. The
@@ -44,6 +50,21 @@ impl Signal {
     /// a slot does not eat the call's own time. No effect on a signal that has a deadline.
     pub(crate) fn start(&self, time: Duration) {
         let _ = self.0.deadline.set(Instant::now() + time);
+    }
+
+    /// Start the clock as [`Signal::start`] does, for a call whose request had waited `queued`
+    /// for engine slots by then (this call's own wait included).
+    pub(crate) fn start_after(&self, time: Duration, queued: Duration) {
+        let micros = u64::try_from(queued.as_micros()).unwrap_or(u64::MAX);
+        self.0.queued.store(micros, Ordering::Relaxed);
+        self.start(time);
+    }
+
+    /// How long the request of this engine call waited for the server's engine slots before
+    /// the call began (every earlier call of the request, and this one's own wait): time that
+    /// was not the call's. Zero outside an engine call, or when nothing waited.
+    pub fn queued(&self) -> Duration {
+        Duration::from_micros(self.0.queued.load(Ordering::Relaxed))
     }
 
     /// The deadline, once the clock started.

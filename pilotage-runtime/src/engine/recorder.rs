@@ -3,7 +3,7 @@
 //! bound cuts off. It also counts the work the step bound limits.
 
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::call::{Bounds, Budget, Signal};
 use super::memory::value_memory;
@@ -43,6 +43,8 @@ pub(super) struct RecorderState {
     pub(super) budget: Budget,
     /// Who is told of each entry recorded (progress notifications, a task's record).
     pub(super) progress: Option<Progress>,
+    /// Time the engine reported its Run waited for a shared resource (`Run::waited`).
+    pub(super) waited: Duration,
 }
 
 impl Recorder {
@@ -68,6 +70,7 @@ impl Recorder {
             input_findings: Vec::new(),
             started: false,
             progress: None,
+            waited: Duration::ZERO,
         })))
     }
     pub(super) fn state(&self) -> MutexGuard<'_, RecorderState> {
@@ -126,6 +129,11 @@ impl Recorder {
         if let Some(p) = st.progress.as_mut() {
             p.close(last.as_deref());
         }
+    }
+    /// Time the engine reported its Run waited for a shared resource (a pooled connection),
+    /// beyond the engine slot the runtime waited for (see `Run::waited`).
+    pub fn waited(&self) -> Duration {
+        self.state().waited
     }
     /// Whether any step was recorded (the Run started).
     pub fn started(&self) -> bool {

@@ -8,6 +8,7 @@
 
 use std::marker::PhantomData;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -127,6 +128,22 @@ impl<S: RunStatus> Run<S> {
     #[doc(hidden)]
     pub fn new(request: &ExecuteRequest, recorder: Recorder) -> Self {
         Run { request: request.clone(), recorder, _status: PhantomData }
+    }
+    /// Report that this Run waited `waited` for a shared resource of the engine (a pooled
+    /// connection, a lock on a shared file) before its work: the caller sees it with the wait
+    /// for the engine slot, in the result's `_meta` and the trace's `stats.queued_ms`.
+    pub fn waited(&mut self, waited: Duration) {
+        // Counted in whole microseconds, as the runtime counts the waits for slots.
+        let waited = Duration::from_micros(u64::try_from(waited.as_micros()).unwrap_or(u64::MAX));
+        let mut st = self.recorder.state();
+        st.waited = st.waited.saturating_add(waited);
+    }
+    /// How long this Run's request waited so far: for the server's engine slots (its snapshot,
+    /// validation and run calls) and what the engine reported with [`Run::waited`]. None of it
+    /// is charged to the Run's time bound.
+    pub fn queued(&self) -> Duration {
+        let st = self.recorder.state();
+        st.signal.queued().saturating_add(st.waited)
     }
     /// The Run id.
     pub fn run_id(&self) -> &str {

@@ -6,8 +6,13 @@
 //! The wait for a slot and the call's own time are two bounds: the call's clock starts when it
 //! gets its slot, so a call that queued still has all its time. A call waits as long as its own
 //! time bound, or, inside [`waiting_until`] (a task), until that deadline.
+//!
+//! Time spent waiting is counted per request ([`queue_counted`]): the caller sees it (the
+//! result's `_meta`, a run's `trace.stats.queued_ms`) and the engine reads it from its
+//! [`Signal`](crate::engine::Signal::queued).
 
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,6 +23,25 @@ tokio::task_local! {
     /// How long the engine calls of this task may wait for a slot, when longer than their own
     /// time bound (see [`waiting_until`]).
     static WAIT_UNTIL: tokio::time::Instant;
+    /// Microseconds the engine calls of this task waited for their slots (see [`queue_counted`]).
+    static QUEUED: Arc<AtomicU64>;
+}
+
+/// Run `work` (one request), counting the time its engine calls wait for a slot and the waits
+/// its engine reports ([`add_queued`]); with the total.
+pub(crate) async fn queue_counted<T>(work: impl std::future::Future<Output = T>) -> (T, Duration) {
+    let total = Arc::new(AtomicU64::new(0));
+    let out = QUEUED.scope(total.clone(), work).await;
+    (out, Duration::from_micros(total.load(Ordering::Relaxed)))
+}
+
+/// Add `waited` to this request's queue time; the request's total so far (`None` outside
+/// [`queue_counted`]).
+pub(crate) fn add_queued(waited: Duration) -> Option<Duration> {
+    let micros = u64::try_from(waited.as_micros()).unwrap_or(u64::MAX);
+    QUEUED
+        .try_with(|q| Duration::from_micros(q.fetch_add(micros, Ordering::Relaxed).saturating_add(micros)))
+        .ok()
 }
 
 /// Run `work` with its engine calls waiting for a slot until `until` (when later than their
@@ -79,7 +103,8 @@ impl EngineCall {
             Ok(held) => held,
             Err(full) => return Err(CallEnd::Busy(full, until - asked)),
         };
-        self.bounds.signal.start(self.time);
+        let waited = asked.elapsed();
+        self.bounds.signal.start_after(self.time, add_queued(waited).unwrap_or(waited));
         let deadline = self.bounds.signal.deadline().map_or(own, tokio::time::Instant::from_std);
         let bounds = self.bounds.clone();
         let answer = super::threads::spawn(move || {
@@ -120,7 +145,7 @@ mod tests {
     use tokio::time::Instant;
 
     use crate::engine::Limits;
-    use crate::ops::call::{waiting_until, CallEnd, EngineCall, Lane};
+    use crate::ops::call::{add_queued, queue_counted, waiting_until, CallEnd, EngineCall, Lane};
     use crate::ops::slots::{Full, LaneKind, Slots};
 
     fn call(slots: &Arc<Slots>, caller: &str, ms: u64) -> EngineCall {
@@ -147,6 +172,33 @@ mod tests {
         let cut = short.run(|| std::thread::sleep(Duration::from_millis(400))).await;
         assert!(matches!(cut, Err(CallEnd::TimedOut)), "{cut:?}");
         assert!(short.expired());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_request_counts_the_waits_of_its_calls_and_the_engine_sees_them() {
+        let slots = Arc::new(Slots::new(1, 1));
+        let held = slots.take(LaneKind::Engine, "a", Instant::now() + Duration::from_secs(1)).await.unwrap();
+        let release = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            drop(held);
+        });
+        let (seen, total) = queue_counted(async {
+            let first = call(&slots, "b", 1000);
+            let seen = first.run(|| crate::engine::Signal::current().queued()).await.unwrap();
+            // A second call that finds its slot free adds next to nothing (microseconds); what
+            // the engine reports is added as it is.
+            let second = call(&slots, "b", 1000);
+            let again = second.run(|| crate::engine::Signal::current().queued()).await.unwrap();
+            assert!(again >= seen && again - seen < Duration::from_millis(5), "{seen:?} then {again:?}");
+            assert_eq!(add_queued(Duration::from_millis(5)), Some(again + Duration::from_millis(5)));
+            again
+        })
+        .await;
+        release.await.unwrap();
+        assert!(seen >= Duration::from_millis(150) && seen < Duration::from_millis(1000), "{seen:?}");
+        assert_eq!(total, seen + Duration::from_millis(5));
+        // Outside a request nothing is counted.
+        assert_eq!(add_queued(Duration::from_millis(5)), None);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -86,7 +86,7 @@ pub(crate) fn guide(langs: &[Hosted], args: &Args) -> Reply {
                 (_, Some(id)) => format!("guide {}", id.as_str().unwrap_or_default()),
                 _ => "guide".to_owned(),
             };
-            Reply { structured: v, text, is_error: false }
+            Reply { structured: v, text, ..Reply::default() }
         }
     }
 }

@@ -185,10 +185,14 @@ pub(crate) fn no_snapshot() -> RequestError {
 
 /// A result on its channel: `structuredContent`, one short text summary, and whether it is a
 /// request error (`isError: true`).
+#[derive(Default)]
 pub(crate) struct Reply {
     pub structured: Value,
     pub text: String,
     pub is_error: bool,
+    /// How long the request waited for engine slots (and its engine for its own resources):
+    /// reported in the result's `_meta` from a millisecond on (set by the router).
+    pub queued: std::time::Duration,
 }
 
 impl Reply {
@@ -197,7 +201,7 @@ impl Reply {
         Reply {
             structured: serde_json::to_value(v).unwrap_or(Value::Null),
             text: text.into(),
-            is_error: false,
+            ..Reply::default()
         }
     }
 
@@ -207,7 +211,7 @@ impl Reply {
         match r {
             Ok(v) => {
                 let text = text(&v);
-                Reply { structured: into(v), text, is_error: false }
+                Reply { structured: into(v), text, ..Reply::default() }
             }
             Err(e) => Reply::error(e),
         }
@@ -219,6 +223,7 @@ impl Reply {
             text: e.error.message.clone(),
             structured: serde_json::to_value(&e).unwrap_or(Value::Null),
             is_error: true,
+            ..Reply::default()
         }
     }
 

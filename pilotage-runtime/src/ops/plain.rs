@@ -32,11 +32,14 @@ pub(crate) async fn plain(ctx: Ctx<'_>, name: &str, args: &Args) -> Result<Reply
         )),
         Some(Ok(v)) => {
             let v = if v.is_object() { v } else { json!({ "result": v }) };
-            Reply { text: v.to_string(), structured: v, is_error: false }
+            Reply { text: v.to_string(), structured: v, ..Reply::default() }
         }
-        Some(Err(PlainToolError::Failed(message))) => {
-            Reply { structured: json!({ "error": message }), text: message, is_error: true }
-        }
+        Some(Err(PlainToolError::Failed(message))) => Reply {
+            structured: json!({ "error": message }),
+            text: message,
+            is_error: true,
+            ..Reply::default()
+        },
         Some(Err(PlainToolError::InvalidArguments(why))) => return Err(why),
         None => Reply::error(RequestError::internal(format!("engine has no tool {name}"))),
     })

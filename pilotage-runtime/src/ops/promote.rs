@@ -37,7 +37,7 @@ pub(crate) async fn promote(ctx: Ctx<'_>, args: LoopArgs) -> Reply {
         return Reply {
             structured: json!({"promoted": false, "diagnostics": verdict.diagnostics}),
             text: format!("not promoted: the program is invalid ({n} diagnostic(s))"),
-            is_error: false,
+            ..Reply::default()
         };
     };
     let name = str_arg(&args.rest, "name").unwrap_or_default().to_owned();
@@ -61,7 +61,7 @@ pub(crate) async fn promote(ctx: Ctx<'_>, args: LoopArgs) -> Reply {
             Reply {
                 text: format!("promoted as {}", p.entry.id),
                 structured: json!({"program_ref": p.entry.id, "entry": p.entry, "catalog_version": version}),
-                is_error: false,
+                ..Reply::default()
             }
         }
         Ok(None) => Reply::error(RequestError::new(

@@ -12,6 +12,7 @@ use super::tools::{Route, Stage};
 use super::Shared;
 use crate::model::errors::RequestError;
 use crate::model::execution::ExecuteResponse;
+use crate::model::manifest::EXTENSION_ID;
 use crate::model::plan::ValidateResponse;
 use crate::model::trace::TraceFetchResponse;
 use crate::ops::watch::Watch;
@@ -20,6 +21,20 @@ use crate::state::session::Session;
 
 /// Serve one `tools/call`, an execute watched by `watch`. `Err` is the carrier channel.
 pub(super) async fn call(
+    shared: &Shared,
+    session: &Arc<Session>,
+    name: &str,
+    args: Args,
+    watch: &Watch,
+) -> Result<Reply, McpError> {
+    // The time the request waits for engine slots (and its engine for its own resources) is
+    // reported with its result.
+    let (reply, queued) = ops::call::queue_counted(routed(shared, session, name, args, watch)).await;
+    reply.map(|reply| Reply { queued, ..reply })
+}
+
+/// [`call`], not counting its queue time.
+async fn routed(
     shared: &Shared,
     session: &Arc<Session>,
     name: &str,
@@ -113,11 +128,19 @@ pub(super) fn select(shared: &Shared, langs: &[usize], args: &Args) -> OpResult<
 }
 
 /// The MCP envelope of a reply: its summary as the text content (never the structured value
-/// stringified only to be replaced, as `CallToolResult::structured` would).
+/// stringified only to be replaced, as `CallToolResult::structured` would), and, for a request
+/// that waited a millisecond or more for engine slots (or its engine for its own resources),
+/// `_meta: {"io.github.jafarsa0/pilotage": {"queued_ms": N}}`: never inside
+/// `structuredContent`, so the official output schemas hold as they are.
 pub(super) fn envelope(reply: Reply) -> CallToolResult {
     let content = vec![ContentBlock::text(reply.text)];
     let mut r =
         if reply.is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
     r.structured_content = Some(reply.structured);
+    if let Ok(ms @ 1..) = u64::try_from(reply.queued.as_millis()) {
+        let mut meta = rmcp::model::JsonObject::new();
+        meta.insert(EXTENSION_ID.to_owned(), serde_json::json!({ "queued_ms": ms }));
+        r.meta = Some(rmcp::model::MetaObject(meta));
+    }
     r
 }

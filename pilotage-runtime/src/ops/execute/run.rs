@@ -98,15 +98,12 @@ pub(crate) async fn run_checked(
         .into());
     }
     let (outcome, output) = classify(ctx, ended, &recorder, !findings.is_empty())?;
+    let stats = queue_stats(&recorder);
     // The steps are taken out of the recorder. A Run that is not kept gives them to its inline
     // trace; a kept one's record keeps them and the inline trace gets a copy.
     let steps = recorder.take_steps();
     let keep = keeps(ctx, &checked);
-    let (trace, kept) = match checked.effective_level {
-        Some(level) if keep => (Some(inline_trace(&run_id, render_steps(&steps, level), level)), Some(steps)),
-        Some(level) => (Some(inline_trace(&run_id, render_steps_owned(steps, level), level)), None),
-        None => (None, keep.then_some(steps)),
-    };
+    let (trace, kept) = split_trace(&run_id, steps, checked.effective_level, keep, &stats);
     let keep = kept.map(|steps| {
         let record = RunRecord {
             run_id: run_id.clone(),
@@ -116,7 +113,7 @@ pub(crate) async fn run_checked(
             output: output.clone(),
             level: checked.ceiling,
             steps: render_steps_owned(steps, checked.ceiling),
-            stats: None,
+            stats,
         };
         let place = match &checked.retention {
             Retention::Duration { length, .. } => Place::Shared(*length),
@@ -308,8 +305,40 @@ fn keeps(ctx: Ctx<'_>, checked: &WellFormed<'_>) -> bool {
     }
 }
 
-fn inline_trace(run_id: &str, steps: Vec<TraceStep>, level: TraceLevel) -> Trace {
-    Trace { run_id: run_id.to_owned(), level: level.into(), steps, stats: None }
+/// The inline trace at `level` (if any) and the steps a kept Run's record keeps (if kept): a Run
+/// that is not kept gives its steps to its inline trace, a kept one's trace gets a copy.
+fn split_trace(
+    run_id: &str,
+    steps: Vec<TraceStep>,
+    level: Option<TraceLevel>,
+    keep: bool,
+    stats: &Option<Value>,
+) -> (Option<Trace>, Option<Vec<TraceStep>>) {
+    match level {
+        Some(level) if keep => {
+            (Some(inline_trace(run_id, render_steps(&steps, level), level, stats.clone())), Some(steps))
+        }
+        Some(level) => {
+            (Some(inline_trace(run_id, render_steps_owned(steps, level), level, stats.clone())), None)
+        }
+        None => (None, keep.then_some(steps)),
+    }
+}
+
+fn inline_trace(run_id: &str, steps: Vec<TraceStep>, level: TraceLevel, stats: Option<Value>) -> Trace {
+    Trace { run_id: run_id.to_owned(), level: level.into(), steps, stats }
+}
+
+/// The trace's `stats` of a Run whose request waited a millisecond or more before its work:
+/// `{"queued_ms": N}`, the request's waits for engine slots (its snapshot, validation and run
+/// calls) and the waits its engine reported (`Run::waited`), none of them charged to its time.
+/// The engine's waits join the request's total, which the result's `_meta` reports too.
+fn queue_stats(recorder: &Recorder) -> Option<Value> {
+    let engine = recorder.waited();
+    let total = crate::ops::call::add_queued(engine)
+        .unwrap_or_else(|| recorder.signal().queued().saturating_add(engine));
+    let ms = u64::try_from(total.as_millis()).unwrap_or(u64::MAX);
+    (ms > 0).then(|| serde_json::json!({ "queued_ms": ms }))
 }
 
 /// A fresh Run id.
