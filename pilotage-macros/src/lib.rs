@@ -47,27 +47,45 @@ pub fn plain_tool(_attr: TokenStream, item: TokenStream) -> TokenStream {
 const REPORTED: &str = "__loop_tool_needs_pilotage_language_on_this_impl";
 
 /// `#[loop_tool]` / `#[plain_tool]` reached on their own: the language macro strips them, so
-/// this only runs outside a language impl. A forgotten `#[pilotage::language]` is reported once:
-/// at the impl's validate tool (every Language has one), which also defines [`REPORTED`]; the
-/// impl's other tools only refer to it, so they add an error only when the impl has no validate
-/// tool.
+/// this only runs outside a language impl. The method is emitted unchanged, and the error is a
+/// trait bound on the impl's type (`pilotage::__private::InsideLanguage`), met only by a type
+/// that carries a misplaced `#[pilotage::language]` (a struct or enum), whose own error already
+/// says where it goes. So a forgotten `#[pilotage::language]` is reported once: at the impl's
+/// validate tool (every Language has one), which defines [`REPORTED`] from the bound; the impl's
+/// other tools only refer to `Self::REPORTED`, which falls back to the trait's const of that
+/// name (the same bound, a `#[plain_tool]` message for a plain tool) when the impl has no
+/// validate tool.
 fn outside_language(which: &str, validate: bool, item: TokenStream) -> TokenStream {
     let item = proc_macro2::TokenStream::from(item);
     let reported = proc_macro2::Ident::new(REPORTED, Span::call_site());
     let Ok(mut method) = syn::parse2::<syn::ImplItemFn>(item.clone()) else {
         return error(which, item).into();
     };
+    if method.sig.receiver().is_none() {
+        // Not a method (a free function, an associated function): no impl type to ask.
+        return error(which, quote!(#method)).into();
+    }
     if validate {
-        let error = error(which, quote!(#method));
         return quote! {
             #[doc(hidden)]
             #[allow(non_upper_case_globals, dead_code)]
-            const #reported: () = ();
-            #error
+            const #reported: () = <Self as ::pilotage::__private::InsideLanguage>::#reported;
+            #method
         }
         .into();
     }
-    method.block.stmts.insert(0, syn::parse_quote!(let () = Self::#reported;));
+    let bound = proc_macro2::Ident::new(
+        if which == "plain_tool" { "PlainInsideLanguage" } else { "InsideLanguage" },
+        Span::call_site(),
+    );
+    method.block.stmts.insert(
+        0,
+        syn::parse_quote!({
+            #[allow(unused_imports)]
+            use ::pilotage::__private::#bound as _;
+            let () = Self::#reported;
+        }),
+    );
     quote!(#method).into()
 }
 

@@ -86,6 +86,48 @@ pub mod __private {
     pub use serde_json;
     pub use std::sync::{Arc, OnceLock};
     pub use std::time::Duration;
+
+    /// Implemented by `#[pilotage::language]` for a struct or enum it was wrongly put on: that
+    /// mistake is reported at the struct, so the tool attributes of the type's impl, which then
+    /// run on their own, add no error of their own ([`InsideLanguage`]).
+    pub trait LanguageMisplaced {}
+
+    /// Asked by a tool attribute that ran on its own (outside a `#[pilotage::language]` impl) of
+    /// the impl's type: met only when the type carries a misplaced `#[pilotage::language]`,
+    /// already reported; otherwise the attribute's error is this trait's message.
+    #[diagnostic::on_unimplemented(
+        message = "`#[loop_tool]` only works on a method inside an impl annotated with `#[pilotage::language(...)]`: add `#[pilotage::language(...)]` above this impl",
+        label = "this impl has no `#[pilotage::language(...)]`"
+    )]
+    pub trait InsideLanguage {
+        /// `()`; naming it is the check.
+        #[allow(non_upper_case_globals)]
+        const __loop_tool_needs_pilotage_language_on_this_impl: ();
+    }
+
+    #[diagnostic::do_not_recommend]
+    impl<T: LanguageMisplaced + ?Sized> InsideLanguage for T {
+        #[allow(non_upper_case_globals)]
+        const __loop_tool_needs_pilotage_language_on_this_impl: () = ();
+    }
+
+    /// [`InsideLanguage`] for a `#[plain_tool]` in an impl with no validate tool to report the
+    /// missing `#[pilotage::language]`.
+    #[diagnostic::on_unimplemented(
+        message = "`#[plain_tool]` only works on a method inside an impl annotated with `#[pilotage::language(...)]`: add `#[pilotage::language(...)]` above this impl",
+        label = "this impl has no `#[pilotage::language(...)]`"
+    )]
+    pub trait PlainInsideLanguage {
+        /// `()`; naming it is the check.
+        #[allow(non_upper_case_globals)]
+        const __loop_tool_needs_pilotage_language_on_this_impl: ();
+    }
+
+    #[diagnostic::do_not_recommend]
+    impl<T: LanguageMisplaced + ?Sized> PlainInsideLanguage for T {
+        #[allow(non_upper_case_globals)]
+        const __loop_tool_needs_pilotage_language_on_this_impl: () = ();
+    }
 }
 
 #[cfg(test)]

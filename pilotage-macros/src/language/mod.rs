@@ -58,7 +58,8 @@ pub fn language(attr: TokenStream, item: TokenStream) -> TokenStream {
 
 /// `#[pilotage::language]` on something other than an impl block: one error at the item's
 /// keyword and name, saying where the attribute goes. A struct or enum also gets the
-/// never-reached `Engine` impl, so serving it adds no "trait not implemented" errors.
+/// never-reached `Engine` impl, so serving it adds no "trait not implemented" errors, and
+/// `LanguageMisplaced`, so the tool attributes of its impl, then on their own, add no error.
 fn misplaced(item: Item) -> TokenStream {
     let goes = "#[pilotage::language(...)] goes on the `impl` block of your engine";
     let (at, message, engine) = match &item {
@@ -89,7 +90,12 @@ fn misplaced(item: Item) -> TokenStream {
     let engine = engine.map(|(name, generics)| {
         let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
         let block: syn::ItemImpl = syn::parse_quote!(impl #impl_generics #name #ty_generics #where_clause {});
-        expand::fallback(&block)
+        let engine = expand::fallback(&block);
+        quote! {
+            #engine
+            #[automatically_derived]
+            impl #impl_generics ::pilotage::__private::LanguageMisplaced for #name #ty_generics #where_clause {}
+        }
     });
     quote!(#item #engine #error)
 }

@@ -1,4 +1,4 @@
-// A forgotten `#[pilotage::language]` is reported once, at the validate tool, not once per tool.
+// A forgotten `#[pilotage::language]` is reported once, at the validate tool (rustc's E0277 with the attribute's message, naming the impl's type), not once per tool.
 use pilotage::prelude::*;
 
 struct Todo;

@@ -1,4 +1,4 @@
-// `#[pilotage::language]` on the engine's struct: one error at the struct, saying to put it on `impl Todo`.
+// `#[pilotage::language]` on the engine's struct: exactly one error, at the struct, saying to put it on `impl Todo`; the impl's `#[loop_tool]`, then on its own, adds none (the struct gets `LanguageMisplaced`).
 use pilotage::prelude::*;
 
 #[derive(Clone, Copy, pilotage::Codes)]

@@ -1,4 +1,4 @@
-// Rule 16: `#[loop_tool]` and `#[plain_tool]` outside a `#[pilotage::language]` impl, reported once, at the validate tool.
+// Rule 16: `#[loop_tool]` and `#[plain_tool]` outside a `#[pilotage::language]` impl, reported once, at the validate tool (E0277 with the attribute's message).
 use pilotage::prelude::*;
 
 struct Engine;

@@ -1,5 +1,5 @@
 // A tool attribute in an impl without `#[pilotage::language]` and without a validate tool to
-// report it: each such attribute is an error (rustc's, at the attribute).
+// report it: each such attribute is an error at the attribute, saying to add `#[pilotage::language(...)]`.
 use pilotage::prelude::*;
 
 struct Todo;

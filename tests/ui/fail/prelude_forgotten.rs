@@ -1,4 +1,4 @@
-// A forgotten `use pilotage::prelude::*;`: the generated code needs no import, and the errors left are rustc's, each with the import to add.
+// A forgotten `use pilotage::prelude::*;`: the generated code needs no import, and the errors left are rustc's, one per name; stable rustc suggests no import from a non-std crate (RUSTC_BOOTSTRAP=1 shows `use pilotage::prelude::Json;`).
 #[derive(Clone, Copy, pilotage::Codes)]
 enum TodoCode {
     Malformed,
