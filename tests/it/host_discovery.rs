@@ -88,7 +88,11 @@ async fn a_sessionful_http_host_hears_list_changed_on_the_get_stream() {
     *announce.lock().unwrap() = false;
     tokio::time::sleep(Duration::from_millis(300)).await;
     wf.validate(workflow_call("cap_read_user_profile")).await.unwrap();
-    assert_eq!(server.count("pilotage_manifest"), 2, "the change heard on the GET stream makes the next request rediscover");
+    assert_eq!(
+        server.count("pilotage_manifest"),
+        2,
+        "the change heard on the GET stream makes the next request rediscover"
+    );
     wf.validate(workflow_call("cap_read_user_profile")).await.unwrap();
     assert_eq!(server.count("pilotage_manifest"), 2, "once");
     task.abort();

@@ -218,7 +218,8 @@ impl HttpCarrier {
         id: u64,
         method: &str,
     ) -> Result<Value, HostError> {
-        let too_large = || HostError::TooLarge { what: format!("the answer to {method}"), limit: self.max_bytes };
+        let too_large =
+            || HostError::TooLarge { what: format!("the answer to {method}"), limit: self.max_bytes };
         let read = |e: reqwest::Error| HostError::Transport(format!("{method}: {e}"));
         if !sse {
             let mut buffer: Vec<u8> = Vec::new();
@@ -228,8 +229,10 @@ impl HttpCarrier {
                 }
                 buffer.extend_from_slice(&chunk);
             }
-            return serde_json::from_slice(&buffer)
-                .map_err(|e| HostError::Malformed { what: method.to_owned(), reason: format!("not JSON: {e}") });
+            return serde_json::from_slice(&buffer).map_err(|e| HostError::Malformed {
+                what: method.to_owned(),
+                reason: format!("not JSON: {e}"),
+            });
         }
         let mut events = Events::new(self.max_bytes);
         let mut out = Vec::new();
