@@ -39,13 +39,7 @@ async fn every_example_lists_portable_tool_schemas_over_stdio() {
     let store = TempStore::new("portable-schemas");
     let store = store.path().to_str().expect("a UTF-8 temp path").to_owned();
     let mut all = Vec::new();
-    for (name, args) in [
-        ("calc", vec![]),
-        ("workflow", vec![]),
-        ("sql", vec![]),
-        ("combined", vec![]),
-        ("automation", vec!["--store", store.as_str()]),
-    ] {
+    for (name, args) in crate::standard_schemas::every_example(&store) {
         let tools = tools_of(Conn::stdio(name, &args)).await;
         let (found, walked) = findings(name, &tools);
         // A walk of nothing would prove nothing: each example lists its loop tools and the

@@ -63,18 +63,24 @@ async fn assert_standard(name: &str, args: &[&str]) -> Vec<(String, Value)> {
     schemas
 }
 
+/// Every example server, with the arguments it starts with over stdio (`store`: a durable
+/// store's path, for automation).
+pub(crate) fn every_example(store: &str) -> [(&'static str, Vec<&str>); 5] {
+    [
+        ("calc", vec![]),
+        ("workflow", vec![]),
+        ("sql", vec![]),
+        ("combined", vec![]),
+        ("automation", vec!["--store", store]),
+    ]
+}
+
 #[tokio::test]
 async fn every_example_advertises_only_standard_json_schema() {
     let store = TempStore::new("standard-schemas");
     let store = store.path().to_str().expect("a UTF-8 temp path").to_owned();
     let mut counts = Vec::new();
-    for (name, args) in [
-        ("calc", vec![]),
-        ("workflow", vec![]),
-        ("sql", vec![]),
-        ("combined", vec![]),
-        ("automation", vec!["--store", store.as_str()]),
-    ] {
+    for (name, args) in every_example(&store) {
         let schemas = assert_standard(name, &args).await;
         counts.push((name, schemas.len()));
     }
