@@ -191,20 +191,7 @@ impl HttpCarrier {
 
     fn post(&self, body: &Value) -> reqwest::RequestBuilder {
         let revision = if self.stateless { STATELESS_REVISION } else { SESSION_REVISION };
-        let mut request = self
-            .client
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", revision)
-            .body(body.to_string());
-        if let Some(session) = &self.session {
-            request = request.header("mcp-session-id", session);
-        }
-        if let Some(authorization) = &self.authorization {
-            request = request.header("authorization", authorization);
-        }
-        request
+        post(&self.client, &self.url, revision, self.session.as_deref(), self.authorization.as_deref(), body)
     }
 
     /// The JSON-RPC message answering request `id`: the body (JSON), or the first SSE event
@@ -269,6 +256,30 @@ impl HttpCarrier {
             }
         }
     }
+}
+
+/// A POST of `body` to the endpoint, with the headers every message carries.
+pub(super) fn post(
+    client: &reqwest::Client,
+    url: &str,
+    revision: &str,
+    session: Option<&str>,
+    authorization: Option<&str>,
+    body: &Value,
+) -> reqwest::RequestBuilder {
+    let mut request = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", revision)
+        .body(body.to_string());
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    if let Some(authorization) = authorization {
+        request = request.header("authorization", authorization);
+    }
+    request
 }
 
 /// A JSON-RPC response's `result`, or its `error` as a carrier error.

@@ -148,17 +148,14 @@ impl Session {
         } else {
             json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "not supported by this Host"}})
         };
-        let mut post = self
-            .client
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", &self.id)
-            .header("mcp-protocol-version", self.revision)
-            .body(answer.to_string());
-        if let Some(a) = &self.authorization {
-            post = post.header("authorization", a);
-        }
+        let post = super::http::post(
+            &self.client,
+            &self.url,
+            self.revision,
+            Some(&self.id),
+            self.authorization.as_deref(),
+            &answer,
+        );
         let _ = tokio::time::timeout(DRAIN_TIME, post.send()).await;
     }
 }
