@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use super::sse::{drain, note, Events, Listener, Session};
+use super::sse::{drain, note, post, Events, Listener, Session};
 use super::{
     extensions, read_answer, read_tools, ChangedFlag, ToolAnswer, ToolInfo, SESSION_REVISION,
     STATELESS_REVISION,
@@ -256,30 +256,6 @@ impl HttpCarrier {
             }
         }
     }
-}
-
-/// A POST of `body` to the endpoint, with the headers every message carries.
-pub(super) fn post(
-    client: &reqwest::Client,
-    url: &str,
-    revision: &str,
-    session: Option<&str>,
-    authorization: Option<&str>,
-    body: &Value,
-) -> reqwest::RequestBuilder {
-    let mut request = client
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", revision)
-        .body(body.to_string());
-    if let Some(session) = session {
-        request = request.header("mcp-session-id", session);
-    }
-    if let Some(authorization) = authorization {
-        request = request.header("authorization", authorization);
-    }
-    request
 }
 
 /// A JSON-RPC response's `result`, or its `error` as a carrier error.

@@ -148,7 +148,7 @@ impl Session {
         } else {
             json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "not supported by this Host"}})
         };
-        let post = super::http::post(
+        let post = post(
             &self.client,
             &self.url,
             self.revision,
@@ -158,6 +158,30 @@ impl Session {
         );
         let _ = tokio::time::timeout(DRAIN_TIME, post.send()).await;
     }
+}
+
+/// A POST of `body` to the endpoint, with the headers every message carries.
+pub(super) fn post(
+    client: &reqwest::Client,
+    url: &str,
+    revision: &str,
+    session: Option<&str>,
+    authorization: Option<&str>,
+    body: &Value,
+) -> reqwest::RequestBuilder {
+    let mut request = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", revision)
+        .body(body.to_string());
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    if let Some(authorization) = authorization {
+        request = request.header("authorization", authorization);
+    }
+    request
 }
 
 /// The standalone GET stream of a session, listened to until the carrier drops it.
