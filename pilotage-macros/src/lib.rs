@@ -42,22 +42,26 @@ pub fn plain_tool(_attr: TokenStream, item: TokenStream) -> TokenStream {
     outside_language("plain_tool", false, item)
 }
 
-/// The associated const a validate tool outside a language impl leaves, so the impl's other
-/// tool attributes know the forgotten `#[pilotage::language]` is already reported.
+/// The associated const a validate tool outside a language impl defines, whose value is the
+/// bound that reports the forgotten `#[pilotage::language]`.
 const REPORTED: &str = "__loop_tool_needs_pilotage_language_on_this_impl";
+
+/// The inherent functions a validate tool outside a language impl also defines, so the impl's
+/// other tool attributes find them instead of `pilotage::__private::NoValidateTool`'s.
+const SILENCED: [&str; 2] =
+    ["__loop_tool_outside_pilotage_language", "__plain_tool_outside_pilotage_language"];
 
 /// `#[loop_tool]` / `#[plain_tool]` reached on their own: the language macro strips them, so
 /// this only runs outside a language impl. The method is emitted unchanged, and the error is a
 /// trait bound on the impl's type (`pilotage::__private::InsideLanguage`), met only by a type
 /// that carries a misplaced `#[pilotage::language]` (a struct or enum), whose own error already
 /// says where it goes. So a forgotten `#[pilotage::language]` is reported once: at the impl's
-/// validate tool (every Language has one), which defines [`REPORTED`] from the bound; the impl's
-/// other tools only refer to `Self::REPORTED`, which falls back to the trait's const of that
-/// name (the same bound, a `#[plain_tool]` message for a plain tool) when the impl has no
-/// validate tool.
+/// validate tool (every Language has one), which defines [`REPORTED`] from the bound and the
+/// [`SILENCED`] functions; the impl's other tools call `Self::` one of those, which falls back
+/// to `NoValidateTool`'s function of that name, bounded on the same trait (a `#[plain_tool]`
+/// message for a plain tool), when the impl has no validate tool: one E0277 at each attribute.
 fn outside_language(which: &str, validate: bool, item: TokenStream) -> TokenStream {
     let item = proc_macro2::TokenStream::from(item);
-    let reported = proc_macro2::Ident::new(REPORTED, Span::call_site());
     let Ok(mut method) = syn::parse2::<syn::ImplItemFn>(item.clone()) else {
         return error(which, item).into();
     };
@@ -66,24 +70,28 @@ fn outside_language(which: &str, validate: bool, item: TokenStream) -> TokenStre
         return error(which, quote!(#method)).into();
     }
     if validate {
+        let reported = proc_macro2::Ident::new(REPORTED, Span::call_site());
+        let silenced = SILENCED.map(|name| proc_macro2::Ident::new(name, Span::call_site()));
         return quote! {
             #[doc(hidden)]
             #[allow(non_upper_case_globals, dead_code)]
             const #reported: () = <Self as ::pilotage::__private::InsideLanguage>::#reported;
+            #(
+                #[doc(hidden)]
+                #[allow(non_snake_case, dead_code)]
+                fn #silenced() {}
+            )*
             #method
         }
         .into();
     }
-    let bound = proc_macro2::Ident::new(
-        if which == "plain_tool" { "PlainInsideLanguage" } else { "InsideLanguage" },
-        Span::call_site(),
-    );
+    let check = proc_macro2::Ident::new(SILENCED[usize::from(which == "plain_tool")], Span::call_site());
     method.block.stmts.insert(
         0,
         syn::parse_quote!({
             #[allow(unused_imports)]
-            use ::pilotage::__private::#bound as _;
-            let () = Self::#reported;
+            use ::pilotage::__private::NoValidateTool as _;
+            Self::#check();
         }),
     );
     quote!(#method).into()

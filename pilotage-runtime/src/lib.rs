@@ -117,17 +117,35 @@ pub mod __private {
         message = "`#[plain_tool]` only works on a method inside an impl annotated with `#[pilotage::language(...)]`: add `#[pilotage::language(...)]` above this impl",
         label = "this impl has no `#[pilotage::language(...)]`"
     )]
-    pub trait PlainInsideLanguage {
-        /// `()`; naming it is the check.
-        #[allow(non_upper_case_globals)]
-        const __loop_tool_needs_pilotage_language_on_this_impl: ();
-    }
+    pub trait PlainInsideLanguage {}
 
     #[diagnostic::do_not_recommend]
-    impl<T: LanguageMisplaced + ?Sized> PlainInsideLanguage for T {
-        #[allow(non_upper_case_globals)]
-        const __loop_tool_needs_pilotage_language_on_this_impl: () = ();
+    impl<T: LanguageMisplaced + ?Sized> PlainInsideLanguage for T {}
+
+    /// What a tool attribute that ran on its own calls on its impl's type when the impl's
+    /// validate tool did not already report the forgotten `#[pilotage::language]`: that validate
+    /// tool defines inherent functions of these names, which a path prefers to a trait's, so
+    /// these (and their bounds, a plain E0277 with the bound trait's message) are reached only
+    /// in an impl with no validate tool.
+    pub trait NoValidateTool {
+        /// The check of a `#[loop_tool]`.
+        #[allow(non_snake_case)]
+        fn __loop_tool_outside_pilotage_language()
+        where
+            Self: InsideLanguage,
+        {
+        }
+
+        /// The check of a `#[plain_tool]`.
+        #[allow(non_snake_case)]
+        fn __plain_tool_outside_pilotage_language()
+        where
+            Self: PlainInsideLanguage,
+        {
+        }
     }
+
+    impl<T: ?Sized> NoValidateTool for T {}
 }
 
 #[cfg(test)]

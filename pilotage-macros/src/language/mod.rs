@@ -39,7 +39,16 @@ pub fn language(attr: TokenStream, item: TokenStream) -> TokenStream {
         statuses: None,
     };
     let model = if item.trait_.is_none() { check::check(args, &tools, &item, &mut errors) } else { None };
-    match model {
+    // The names a Language's methods are written with (`Json`, `Validation`, `Run`, `Finish`,
+    // ...) are in scope even where `use pilotage::prelude::*;` was forgotten: stable rustc
+    // suggests no import from a crates.io crate, so the forgotten line would otherwise be one
+    // unexplained "cannot find type" per name. A glob is shadowed by every name the module
+    // defines or imports by name, and the same glob written by the user is the same items.
+    let prelude = quote! {
+        #[allow(unused_imports)]
+        use ::pilotage::prelude::*;
+    };
+    let expanded = match model {
         Some(model) if errors.is_empty() => expand::expand(&item, &model),
         _ => {
             // `Validation<Risk, Codes>` was reported; emit it the right way round so the
@@ -53,7 +62,8 @@ pub fn language(attr: TokenStream, item: TokenStream) -> TokenStream {
             let errors = errors.to_compile_errors();
             quote!(#fallback #errors)
         }
-    }
+    };
+    quote!(#prelude #expanded)
 }
 
 /// `#[pilotage::language]` on something other than an impl block: one error at the item's

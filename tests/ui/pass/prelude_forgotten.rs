@@ -1,4 +1,5 @@
-// A forgotten `use pilotage::prelude::*;`: the generated code needs no import, and the errors left are rustc's, one per name; stable rustc suggests no import from a non-std crate (RUSTC_BOOTSTRAP=1 shows `use pilotage::prelude::Json;`).
+// A forgotten `use pilotage::prelude::*;`: `#[pilotage::language]` brings the prelude into its
+// module, so `Json`, `Validation`, `Run`, `Finish` (and `Server` in `main`) resolve without it.
 #[derive(Clone, Copy, pilotage::Codes)]
 enum TodoCode {
     Malformed,
@@ -39,4 +40,8 @@ impl Todo {
     }
 }
 
-fn main() {}
+fn main() {
+    let server = Server::builder().language(|| Todo).build().expect("the server builds");
+    let _ = json!({"todo": []});
+    drop(server);
+}
