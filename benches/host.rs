@@ -20,7 +20,8 @@
 //! alternating which side goes first loop by loop, so a change in the machine's load reaches
 //! both sides alike; a round's figure is each side's median loop and their ratio Host / rmcp.
 //! Each row reports the median over `HOSTBENCH_ROUNDS` rounds (default 5) with the ratio's range.
-//! `HOSTBENCH_ONLY=stdio` (or `http`) measures one transport. Never a timed assertion.
+//! `HOSTBENCH_ONLY=stdio` (or `http`) measures one transport; `HOSTBENCH_NODELAY=0` serves HTTP
+//! with Nagle's algorithm on (as `axum::serve` does unless told). Never a timed assertion.
 //!
 //! ```text
 //! cargo bench --features host --bench host
@@ -208,6 +209,15 @@ async fn http(programs: &[(&str, Value)]) {
     let addr = listener.local_addr().expect("an address");
     let app =
         axum::Router::new().nest_service("/mcp", server.router(pilotage::transport::HttpOptions::default()));
+    // TCP_NODELAY as pilotage's own edge sets it (`transport::serve_listener`), unless
+    // HOSTBENCH_NODELAY=0: a server that leaves Nagle on holds each answer's second write until
+    // the client's delayed ACK (up to 40 ms on Linux) on a reused connection.
+    let nodelay = std::env::var("HOSTBENCH_NODELAY").map_or(true, |v| v != "0");
+    let listener = axum::serve::ListenerExt::tap_io(listener, move |tcp| {
+        if nodelay {
+            let _ = tcp.set_nodelay(true);
+        }
+    });
     let task = tokio::spawn(async move { axum::serve(listener, app).await });
     let url = format!("http://{addr}/mcp");
     let host = Host::http(&url).connect().await.expect("the Host connects over HTTP");

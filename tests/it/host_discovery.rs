@@ -247,3 +247,63 @@ async fn unknown_baseline_and_catalog_drift_make_the_host_rediscover() {
     host.call_tool("pilotage_catalog", list).await.unwrap();
     assert_eq!(server.count("pilotage_manifest"), 3, "catalog_drift makes the next request rediscover");
 }
+
+/// A TCP relay on 127.0.0.1 in front of `url`'s server that counts the connections it accepts;
+/// its URL, the count and the task.
+async fn counting_relay(
+    url: &str,
+) -> (String, Arc<std::sync::atomic::AtomicUsize>, tokio::task::JoinHandle<()>) {
+    let upstream = url.trim_start_matches("http://").split('/').next().unwrap().to_owned();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let relayed = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = count.clone();
+    let task = tokio::spawn(async move {
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let upstream = upstream.clone();
+            tokio::spawn(async move {
+                if let Ok(mut outbound) = tokio::net::TcpStream::connect(&upstream).await {
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                }
+            });
+        }
+    });
+    (relayed, count, task)
+}
+
+/// Over plain `http://` each request has a connection of its own (a reused one would wait up to
+/// 40 ms per answer on a server that leaves Nagle's algorithm on); `reuse_connections(true)`
+/// keeps one for the requests beside the session's GET stream.
+#[tokio::test]
+async fn plain_http_opens_a_connection_per_request_unless_told_to_reuse() {
+    let server = Wrapped::workflow(none());
+    let (url, task) = server.serve().await;
+    for reuse in [None, Some(true)] {
+        let (relayed, count, relay) = counting_relay(&url).await;
+        let connect = Host::http(&relayed);
+        let host = match reuse {
+            Some(yes) => connect.reuse_connections(yes),
+            None => connect,
+        }
+        .connect()
+        .await
+        .unwrap();
+        let wf = host.language("workflow/v1").unwrap();
+        let before = count.load(std::sync::atomic::Ordering::SeqCst);
+        for _ in 0..10 {
+            wf.validate(workflow_call("cap_read_user_profile")).await.unwrap();
+            // The rest of each answer's stream is read in the background before its
+            // connection may be reused.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let opened = count.load(std::sync::atomic::Ordering::SeqCst) - before;
+        match reuse {
+            None => assert_eq!(opened, 10, "a connection per validate"),
+            _ => assert_eq!(opened, 0, "the validates reuse the discovery's connection"),
+        }
+        drop(host);
+        relay.abort();
+    }
+    task.abort();
+}

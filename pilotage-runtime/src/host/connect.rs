@@ -45,7 +45,7 @@ pub struct Host {
 
 enum Target {
     Command(String, Vec<String>),
-    Http { url: String, bearer: Option<String>, stateless: bool },
+    Http { url: String, bearer: Option<String>, stateless: bool, reuse: Option<bool> },
 }
 
 /// How to connect: built by [`Host::stdio`], [`Host::command`] or [`Host::http`], finished by
@@ -86,6 +86,28 @@ impl Connect {
         self
     }
 
+    /// Whether HTTP requests reuse a connection once its answer is read (ignored over stdio).
+    ///
+    /// By default an `https://` server's connections are reused (a TLS handshake per request
+    /// would cost round trips) and a plain `http://` server gets a connection per request, as
+    /// rmcp's client does: a handshake on loopback or a LAN costs about 0.1 ms, while a reused
+    /// connection to a server that leaves Nagle's algorithm on (no `TCP_NODELAY`, as
+    /// `axum::serve` does unless told) holds each answer's last write until this side's delayed
+    /// ACK, up to 40 ms per request on Linux. Reuse a plain connection when the server sets
+    /// `TCP_NODELAY` (pilotage's own HTTP edge does) and answers are many.
+    ///
+    /// ```
+    /// use pilotage_runtime::host::Host;
+    /// let connect = Host::http("http://127.0.0.1:8080/mcp").reuse_connections(true);
+    /// # let _ = connect;
+    /// ```
+    pub fn reuse_connections(mut self, yes: bool) -> Self {
+        if let Target::Http { reuse, .. } = &mut self.target {
+            *reuse = Some(yes);
+        }
+        self
+    }
+
     /// Connect and discover, within [`HostLimits::connect_timeout`].
     pub async fn connect(self) -> Result<Host, HostError> {
         let limits = self.limits.clone();
@@ -94,8 +116,12 @@ impl Connect {
                 Target::Command(program, args) => {
                     Carrier::Stream(StreamCarrier::spawn(program, args, &limits).await?)
                 }
-                Target::Http { url, bearer, stateless } => {
-                    Carrier::Http(HttpCarrier::connect(url, bearer.as_deref(), *stateless, &limits).await?)
+                Target::Http { url, bearer, stateless, reuse } => {
+                    let reuse = reuse
+                        .unwrap_or_else(|| url.get(..8).is_some_and(|s| s.eq_ignore_ascii_case("https://")));
+                    Carrier::Http(
+                        HttpCarrier::connect(url, bearer.as_deref(), *stateless, reuse, &limits).await?,
+                    )
                 }
             })
         })
@@ -120,7 +146,7 @@ impl Host {
 
     /// Streamable HTTP at `url`.
     pub fn http(url: impl Into<String>) -> Connect {
-        Connect::new(Target::Http { url: url.into(), bearer: None, stateless: false })
+        Connect::new(Target::Http { url: url.into(), bearer: None, stateless: false, reuse: None })
     }
 
     /// Speak MCP over `read` and `write` (an in-process server, a socket), with `approver`.

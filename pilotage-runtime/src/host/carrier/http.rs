@@ -39,15 +39,18 @@ pub(crate) struct HttpCarrier {
 }
 
 impl HttpCarrier {
-    /// Connect to `url`: the handshake, or (stateless) `server/discover`.
+    /// Connect to `url`: the handshake, or (stateless) `server/discover`. Unless `reuse`, a
+    /// connection is closed once its answer is read (see `Connect::reuse_connections`).
     pub async fn connect(
         url: &str,
         bearer: Option<&str>,
         stateless: bool,
+        reuse: bool,
         limits: &HostLimits,
     ) -> Result<HttpCarrier, HostError> {
         let client = reqwest::Client::builder()
             .no_proxy()
+            .pool_max_idle_per_host(if reuse { usize::MAX } else { 0 })
             .build()
             .map_err(|e| HostError::Transport(format!("an HTTP client: {e}")))?;
         let mut carrier = HttpCarrier {
