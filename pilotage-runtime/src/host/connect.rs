@@ -88,9 +88,9 @@ impl Connect {
 
     /// Whether HTTP requests reuse a connection once its answer is read (ignored over stdio).
     ///
-    /// By default an `https://` server's connections are reused (a TLS handshake per request
-    /// would cost round trips) and a plain `http://` server gets a connection per request, as
-    /// rmcp's client does: a handshake on loopback or a LAN costs about 0.1 ms, while a reused
+    /// By default a plain `http://` server gets a connection per request, as rmcp's client does
+    /// (an `https://` URL's would be reused, a TLS handshake costing round trips, but this
+    /// build of the Host has no TLS): a handshake on loopback or a LAN costs about 0.1 ms, while a reused
     /// connection to a server that leaves Nagle's algorithm on (no `TCP_NODELAY`, as
     /// `axum::serve` does unless told) holds each answer's last write until this side's delayed
     /// ACK, up to 40 ms per request on Linux. Reuse a plain connection when the server sets
