@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use pilotage::engine::Signal;
 
+use crate::engine::catalog::literal;
 use crate::engine::check::denied_function;
 use crate::engine::run::{watched, Canceller, Failed};
 use crate::engine::values::{date, numeric, timestamp};
@@ -74,4 +75,10 @@ fn a_fired_signal_cancels_the_statement_on_the_server() {
         watched(work, &canceller, None, &Signal::unbounded()).await
     });
     assert!(ok.is_ok());
+}
+
+#[test]
+fn a_literal_keeps_quotes_and_backslashes_whatever_the_setting() {
+    assert_eq!(literal("public"), "E'public'");
+    assert_eq!(literal(r#""o'brien\x""#), r#"E'"o''brien\\x"'"#);
 }
