@@ -16,7 +16,9 @@
 //! - an engine thread that finishes a call while no other call is in flight looks for the next
 //!   one for [`LINGER`] before it sleeps (one thread at most looks; the others sleep);
 //! - a request whose call is the only one in flight polls for its answer for up to [`POLL`]
-//!   (never past its deadline) before its worker waits like any other task.
+//!   (never past its deadline) before its worker waits like any other task, unless the last
+//!   engine call to end ran for [`POLL`] or longer (an engine waiting on a database would not
+//!   answer within it, and the polling worker would take a core from the work it waits for).
 //!
 //! Both loops yield the core to any other runnable thread on every turn, and both stop as soon
 //! as other calls are in flight: a busy server keeps its cores for work (and a call that never
@@ -26,7 +28,7 @@
 
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -63,6 +65,8 @@ struct Threads {
     queued: AtomicUsize,
     /// Engine calls running or waiting anywhere (engine threads and blocking pool).
     in_flight: AtomicUsize,
+    /// How long the last engine call to end ran, in microseconds.
+    last_call: AtomicU64,
 }
 
 #[derive(Default)]
@@ -88,6 +92,7 @@ fn threads() -> &'static Threads {
             free: AtomicUsize::new(0),
             queued: AtomicUsize::new(0),
             in_flight: AtomicUsize::new(0),
+            last_call: AtomicU64::new(0),
         }
     })
 }
@@ -105,7 +110,10 @@ pub(crate) fn spawn<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -
         move || {
             let _flight = flight;
             let _runtime = handle.enter();
+            let started = Instant::now();
             let value = std::panic::catch_unwind(AssertUnwindSafe(f)).ok();
+            let ran = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+            threads.last_call.store(ran, Ordering::Relaxed);
             let _ = tx.send(value);
         }
     };
@@ -145,7 +153,11 @@ pub(crate) struct Answer<T> {
 impl<T> Answer<T> {
     /// The call's value, `Some(None)` if it panicked, `None` if `deadline` came first.
     pub async fn until(mut self, deadline: tokio::time::Instant) -> Option<Option<T>> {
-        if self.poll {
+        // A call as long as the last one (an engine waiting on a database, a large program)
+        // would not answer within the poll: the worker waits at once instead of taking a core
+        // from the work it waits for (on 2 cores, the database's own backend).
+        let short = self.threads.last_call.load(Ordering::Relaxed) < POLL.as_micros() as u64;
+        if self.poll && short {
             let until = (Instant::now() + POLL).min(deadline.into_std());
             while self.threads.in_flight.load(Ordering::Acquire) <= 1 && Instant::now() < until {
                 match self.rx.try_recv() {
@@ -234,7 +246,7 @@ impl Threads {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
