@@ -10,7 +10,7 @@ Every statement of the battery is an escape attempt or a resource hazard, never 
 is meant to make. Each is sent to the reference's `query` tool, to Pro's `execute_sql` (its argument
 named as its `tools/list` input schema names it) and to sql/postgres's `run_sql`; after each, the
 script records whether the answer was a refusal or an error, whether the database's rows changed (a
-digest of every table, read as the superuser), whether an ACCESS EXCLUSIVE lock is still held
+digest of every table, read as the superuser), whether an ACCESS EXCLUSIVE or advisory lock is still held
 300 ms after the answer, whether the answer carries a secret, the answer's size and its time. A call
 unanswered after --call-timeout seconds is recorded as such and its server restarted. The database
 is rebuilt after any change, so every statement starts from the same state. Each server connects
@@ -84,6 +84,8 @@ BATTERY = [
     ("COPY TO PROGRAM", "COPY customers TO PROGRAM 'true'"),
     ("pg_import_system_collations", "SELECT pg_import_system_collations('pg_catalog')"),
     ("advisory lock", "SELECT pg_advisory_lock(42)"),
+    ("advisory lock in FROM", "SELECT * FROM pg_advisory_lock(42)"),
+    ("a SECURITY DEFINER function in FROM", "SELECT * FROM get_secret(1)"),
     ("nextval", "SELECT nextval('orders_id_seq')"),
     ("a 3 s sleep", "SELECT pg_sleep(3)"),
     ("a giant result (1,000,000 rows)", "SELECT g, md5(g::text) FROM generate_series(1, 1000000) g"),
@@ -235,7 +237,8 @@ def main():
                   "UNION ALL SELECT 's' || md5(string_agg(s::text, ',' ORDER BY id)) FROM secrets s "
                   "UNION ALL SELECT 'n' || count(*) FROM pg_class WHERE relnamespace = 'public'::regnamespace) q")
     locks_sql = ("SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database "
-                 f"WHERE d.datname = '{NAME}' AND l.mode = 'AccessExclusiveLock' AND l.locktype = 'relation'")
+                 f"WHERE d.datname = '{NAME}' AND ((l.mode = 'AccessExclusiveLock' AND l.locktype = 'relation') "
+                 "OR l.locktype = 'advisory')")
 
     def url(app):
         return f"{writer}?application_name={app}"
