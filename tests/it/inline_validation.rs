@@ -3,7 +3,9 @@
 //! has one) while an undeclared one runs elsewhere (an engine thread); the manifest entry says
 //! `x-validation: "inline"` only for the declared one; the program's size and depth bounds
 //! still refuse a program before the validator runs, at validate and at execute's
-//! re-validation; and a validator past `validate_time` is still answered `bounds_exceeded`.
+//! re-validation; a validator past `validate_time` is still answered `bounds_exceeded`; and
+//! the wait a validator reports (`Validation::waited`) is the result's `queued_ms`, inline or
+//! not.
 
 use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
@@ -35,6 +37,9 @@ fn judge(seen: &Seen, program: &Json, v: &mut Validation<StepCode, StepRisk>) {
     seen.lock().unwrap().push(std::thread::current().id());
     if let Some(ms) = program["sleep_ms"].as_u64() {
         std::thread::sleep(Duration::from_millis(ms));
+    }
+    if let Some(ms) = program["waited_ms"].as_u64() {
+        v.waited(Duration::from_millis(ms));
     }
     if program["op"] != "add" {
         v.error(StepCode::UnknownOp, "/op", "only `add` exists");
@@ -162,4 +167,25 @@ async fn an_inline_validator_is_still_bounded_by_size_depth_and_time() {
     let slow = conn.call("validate_cheap", json!({"steps": {"op": "add", "sleep_ms": 120}})).await;
     assert_eq!(error_of(&slow.structured), ("bounds_exceeded", "validation exceeded its time bound of 50ms"));
     assert_eq!(cheap.lock().unwrap().len(), 1);
+}
+
+/// What a validator reports waiting for (`Validation::waited`, a pooled connection) is the
+/// result's `_meta` queue time, whether it runs inline or on an engine thread; without a
+/// report (and no wait for a slot) there is none.
+#[tokio::test]
+async fn a_validators_reported_wait_is_the_results_queue_time() {
+    let (_, _, mut conn, mut other) = serve(Limits::default()).await;
+    for (conn, tool) in [(&mut conn, "validate_cheap"), (&mut other, "validate_isolated")] {
+        let waited = conn.call(tool, json!({"steps": {"op": "add", "waited_ms": 7}})).await;
+        assert_eq!(waited.structured["valid"], true, "{}", waited.raw);
+        let meta = &waited.raw["result"]["_meta"][support::EXT];
+        assert_eq!(meta["queued_ms"], 7, "{tool}: {}", waited.raw);
+        let plain = conn.call(tool, json!({"steps": {"op": "add"}})).await;
+        assert_eq!(
+            plain.raw["result"]["_meta"][support::EXT].get("queued_ms"),
+            None,
+            "{tool}: {}",
+            plain.raw
+        );
+    }
 }

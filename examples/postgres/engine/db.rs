@@ -306,13 +306,30 @@ impl Db {
         F: FnOnce(deadpool_postgres::Object) -> Fut + Send + 'static,
         Fut: Future<Output = Result<T, PgError>> + Send + 'static,
     {
+        self.block_waiting(work).0
+    }
+
+    /// [`Db::block`], with how long it waited for the pooled connection (to report: it is not
+    /// the work's time).
+    pub fn block_waiting<T, F, Fut>(&self, work: F) -> (Result<T, PgError>, Duration)
+    where
+        T: Send + 'static,
+        F: FnOnce(deadpool_postgres::Object) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, PgError>> + Send + 'static,
+    {
         let pool = self.pool.clone();
         let task = self.runtime().spawn(async move {
-            let client =
-                pool.get().await.map_err(|e| PgError::other(format!("no database connection: {e}")))?;
-            work(client).await
+            let asked = std::time::Instant::now();
+            let client = pool.get().await;
+            let waited = asked.elapsed();
+            let out = match client {
+                Ok(client) => work(client).await,
+                Err(e) => Err(PgError::other(format!("no database connection: {e}"))),
+            };
+            (out, waited)
         });
-        futures::executor::block_on(task).unwrap_or_else(|e| Err(PgError::other(e.to_string())))
+        futures::executor::block_on(task)
+            .unwrap_or_else(|e| (Err(PgError::other(e.to_string())), Duration::ZERO))
     }
 
     /// Terminate backend `pid` (one of this server's own connections, whose statement did not

@@ -53,6 +53,8 @@ pub struct ValidationCore {
     pub left_out_error: bool,
     /// Plan steps judged but not kept: execute's re-validation needs only their number.
     pub(crate) unkept_steps: usize,
+    /// Time the validator reported waiting for a shared resource (see [`Validation::waited`]).
+    pub waited: std::time::Duration,
 }
 
 thread_local! {
@@ -178,6 +180,22 @@ impl<C: DiagnosticCode, R: RiskLevel> Validation<C, R> {
     /// Who is asking.
     pub fn caller(&self) -> &Caller {
         &self.request.caller
+    }
+    /// Report that this validation waited `waited` for a shared resource of the engine (a
+    /// pooled connection) before its work: the caller sees it with the request's wait for the
+    /// engine slot, in the result's `_meta` (`queued_ms`); it is not the validation's time.
+    ///
+    /// ```
+    /// use pilotage_runtime::engine::Validation;
+    /// use pilotage_runtime::model::closed_sets::{DiagnosticCode, RiskLevel};
+    ///
+    /// fn after_the_pool<C: DiagnosticCode, R: RiskLevel>(v: &mut Validation<C, R>, asked: std::time::Instant) {
+    ///     // `asked` is when the validator asked its pool for a connection.
+    ///     v.waited(asked.elapsed());
+    /// }
+    /// ```
+    pub fn waited(&mut self, waited: std::time::Duration) {
+        self.core.waited = self.core.waited.saturating_add(waited);
     }
     /// Report an error.
     pub fn error(

@@ -153,7 +153,13 @@ async fn call_validator(ctx: Ctx<'_>, request: ValidateRequest, keep_plan: bool)
     match ended {
         // Its clock started when it got its slot: the wait is not its time.
         Ok(_) if call.expired() => Err(too_slow(&limits)),
-        Ok(core) => Ok(core),
+        Ok(core) => {
+            // The validator's own waits (a pooled connection) join the request's queue time.
+            if !core.waited.is_zero() {
+                super::call::add_queued(core.waited);
+            }
+            Ok(core)
+        }
         Err(CallEnd::TimedOut) => Err(too_slow(&limits)),
         Err(CallEnd::Panicked) => {
             tracing::error!(language = ctx.lang.spec.name, "the validator panicked");

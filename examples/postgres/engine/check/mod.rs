@@ -204,10 +204,10 @@ fn second_pass(
         first.iter().enumerate().filter(|(_, (_, c))| !known(c)).map(|(i, (_, c))| (i, c.clone())).collect();
     let asked: Vec<usize> = work.iter().map(|(i, _)| *i).collect();
     let (shared, schema, who) = (db.clone(), db.schema.clone(), role.clone());
-    let answers = if work.is_empty() {
-        Ok(Vec::new())
+    let (answers, waited) = if work.is_empty() {
+        (Ok(Vec::new()), std::time::Duration::ZERO)
     } else {
-        db.block(move |client| async move {
+        db.block_waiting(move |client| async move {
             let mut session = Session::new(shared, client);
             let (tx, prologue) = session.start(who.as_deref(), VALIDATE_TIMEOUT, false).await?;
             let mut answers = Vec::new();
@@ -228,6 +228,8 @@ fn second_pass(
             Ok(answers)
         })
     };
+    // Waiting for a connection is not the validation's time: the caller sees it as queue time.
+    v.waited(waited);
     let answers = match answers {
         Ok(a) => a,
         Err(e) => {
