@@ -187,11 +187,7 @@ async fn main() {
                         theirs.call("query", their_args).await
                     };
                     if i > 0 {
-                        if side == 0 {
-                            a.push(took)
-                        } else {
-                            b.push(took)
-                        }
+                        if side == 0 { &mut a } else { &mut b }.push(took);
                     }
                 }
             }

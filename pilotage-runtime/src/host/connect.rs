@@ -45,7 +45,7 @@ pub struct Host {
 
 enum Target {
     Command(String, Vec<String>),
-    Http { url: String, bearer: Option<String>, stateless: bool, reuse: Option<bool> },
+    Http { url: String, bearer: Option<String>, stateless: bool, reuse: bool },
 }
 
 /// How to connect: built by [`Host::stdio`], [`Host::command`] or [`Host::http`], finished by
@@ -88,10 +88,9 @@ impl Connect {
 
     /// Whether HTTP requests reuse a connection once its answer is read (ignored over stdio).
     ///
-    /// By default a plain `http://` server gets a connection per request, as rmcp's client does
-    /// (an `https://` URL's would be reused, a TLS handshake costing round trips, but this
-    /// build of the Host has no TLS): a handshake on loopback or a LAN costs about 0.1 ms, while a reused
-    /// connection to a server that leaves Nagle's algorithm on (no `TCP_NODELAY`, as
+    /// By default each request gets a connection of its own, as with rmcp's client (the Host
+    /// speaks plain HTTP only, no TLS): a handshake on loopback or a LAN costs about 0.1 ms,
+    /// while a reused connection to a server that leaves Nagle's algorithm on (no `TCP_NODELAY`, as
     /// `axum::serve` does unless told) holds each answer's last write until this side's delayed
     /// ACK, up to 40 ms per request on Linux. Reuse a plain connection when the server sets
     /// `TCP_NODELAY` (pilotage's own HTTP edge does) and answers are many.
@@ -103,7 +102,7 @@ impl Connect {
     /// ```
     pub fn reuse_connections(mut self, yes: bool) -> Self {
         if let Target::Http { reuse, .. } = &mut self.target {
-            *reuse = Some(yes);
+            *reuse = yes;
         }
         self
     }
@@ -116,13 +115,9 @@ impl Connect {
                 Target::Command(program, args) => {
                     Carrier::Stream(StreamCarrier::spawn(program, args, &limits).await?)
                 }
-                Target::Http { url, bearer, stateless, reuse } => {
-                    let reuse = reuse
-                        .unwrap_or_else(|| url.get(..8).is_some_and(|s| s.eq_ignore_ascii_case("https://")));
-                    Carrier::Http(
-                        HttpCarrier::connect(url, bearer.as_deref(), *stateless, reuse, &limits).await?,
-                    )
-                }
+                Target::Http { url, bearer, stateless, reuse } => Carrier::Http(
+                    HttpCarrier::connect(url, bearer.as_deref(), *stateless, *reuse, &limits).await?,
+                ),
             })
         })
         .await?;
@@ -146,7 +141,7 @@ impl Host {
 
     /// Streamable HTTP at `url`.
     pub fn http(url: impl Into<String>) -> Connect {
-        Connect::new(Target::Http { url: url.into(), bearer: None, stateless: false, reuse: None })
+        Connect::new(Target::Http { url: url.into(), bearer: None, stateless: false, reuse: false })
     }
 
     /// Speak MCP over `read` and `write` (an in-process server, a socket), with `approver`.
