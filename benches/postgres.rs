@@ -15,7 +15,7 @@
 //! ```
 //!
 //! The sql/postgres side is the example binary of this profile (built first, like the tests'
-//! `example_binary`), serving as a role of its own (`--default-role`) that may read the table.
+//! `example_binary`; `POSTGRES_BENCH_EXE` names another build, to compare two), serving as a role of its own (`--default-role`) that may read the table.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -104,6 +104,9 @@ fn median(mut v: Vec<Duration>) -> Duration {
 }
 
 fn example_binary() -> PathBuf {
+    if let Some(exe) = std::env::var_os("POSTGRES_BENCH_EXE") {
+        return exe.into();
+    }
     let exe = std::env::current_exe().expect("the bench's path");
     let profile_dir = exe.parent().and_then(|d| d.parent()).expect("target/<profile>/deps");
     let mut build = std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));

@@ -86,8 +86,12 @@ pub struct Schema {
 /// The schema and role are literals, not parameters: a statement without parameters keeps its
 /// one plan on the connection, where a parameterized one was planned again on every call
 /// (0.5-0.9 ms); columns and comments are looked up through their indexes by the relations'
-/// oids instead of hash-joined against whole catalogs. Together: 0.50 ms a call instead of
-/// 1.16 ms (pgbench, a schema of one table).
+/// oids instead of hash-joined against whole catalogs; functions are read through `pg_proc`'s
+/// oid index from 16384 (`FirstNormalObjectId`: every function created after `initdb` has an
+/// oid from there, even after the oid counter wraps; those of `initdb` never change), where
+/// scanning all of `pg_proc` took 0.28 of the query's 0.44 ms. Measured with `pgbench -M
+/// prepared` on a schema of one table, round trip included: 0.20-0.22 ms a call, against
+/// 0.43-0.54 ms with the `pg_proc` scan and 1.16 ms before the literals.
 pub async fn stamp(
     client: &deadpool_postgres::ClientWrapper,
     schema: &str,
@@ -105,7 +109,7 @@ pub async fn stamp(
               (SELECT count(*) || ':' || coalesce(max(d.xmin::text::bigint), 0) FROM pg_description d \
                  WHERE d.objoid = ANY (ARRAY(SELECT oid FROM r))), \
               (SELECT count(*) || ':' || coalesce(max(p.xmin::text::bigint), 0) FROM pg_proc p \
-                 WHERE p.pronamespace = (SELECT oid FROM n)), \
+                 WHERE p.oid >= 16384 AND p.pronamespace = (SELECT oid FROM n)), \
               (SELECT count(*) || ':' || coalesce(max(m.xmin::text::bigint), 0) FROM pg_auth_members m), \
               to_regrole({role})::oid::text, \
               (SELECT (rolsuper OR rolbypassrls)::text FROM pg_roles WHERE oid = to_regrole({role})))"

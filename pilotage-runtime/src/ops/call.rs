@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::slots::{Full, LaneKind, Slots};
+use super::threads::Work;
 use crate::engine::{Bounds, Budget, Limits, Signal};
 
 tokio::task_local! {
@@ -78,18 +79,19 @@ pub(crate) struct EngineCall {
     /// The time the call was given, from the moment it got its slot.
     pub time: Duration,
     lane: Lane,
+    work: Work,
 }
 
 impl EngineCall {
-    /// A call bounded by `time` (from when it gets a slot of `lane`) and the byte and diagnostic
-    /// bounds of `limits`.
-    pub fn new(limits: &Limits, time: Duration, lane: Lane) -> Self {
+    /// A call of kind `work` bounded by `time` (from when it gets a slot of `lane`) and the byte
+    /// and diagnostic bounds of `limits`.
+    pub fn new(work: Work, limits: &Limits, time: Duration, lane: Lane) -> Self {
         let bounds = Bounds {
             signal: Signal::unbounded(),
             budget: Budget::new(limits.max_run_bytes),
             max_diagnostics: limits.max_diagnostics,
         };
-        EngineCall { bounds, time, lane }
+        EngineCall { bounds, time, lane, work }
     }
 
     /// Run `f` on an engine thread (see [`super::threads`]) with the bounds installed, once a
@@ -107,7 +109,7 @@ impl EngineCall {
         self.bounds.signal.start_after(self.time, add_queued(waited).unwrap_or(waited));
         let deadline = self.bounds.signal.deadline().map_or(own, tokio::time::Instant::from_std);
         let bounds = self.bounds.clone();
-        let answer = super::threads::spawn(move || {
+        let answer = super::threads::spawn(self.work, move || {
             let _entered = bounds.enter();
             let value = f();
             drop(held);
@@ -147,10 +149,11 @@ mod tests {
     use crate::engine::Limits;
     use crate::ops::call::{add_queued, queue_counted, waiting_until, CallEnd, EngineCall, Lane};
     use crate::ops::slots::{Full, LaneKind, Slots};
+    use crate::ops::threads::Work;
 
     fn call(slots: &Arc<Slots>, caller: &str, ms: u64) -> EngineCall {
         let lane = Lane { slots: slots.clone(), caller: Arc::from(caller), kind: LaneKind::Engine };
-        EngineCall::new(&Limits::default(), Duration::from_millis(ms), lane)
+        EngineCall::new(Work::Tool, &Limits::default(), Duration::from_millis(ms), lane)
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use self::call::{CallEnd, EngineCall, Lane};
 use self::slots::{LaneKind, Slots};
+use self::threads::Work;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -144,7 +145,12 @@ impl Ctx<'_> {
         // A snapshot is part of a validation, a run or a lookup: bounded like the shorter of
         // a validation and a tool call.
         let limits = &self.lang.limits;
-        let call = EngineCall::new(limits, limits.validate_time.min(limits.tool_time), self.lane(kind));
+        let call = EngineCall::new(
+            Work::Snapshot,
+            limits,
+            limits.validate_time.min(limits.tool_time),
+            self.lane(kind),
+        );
         let engine_snapshot = match call.run(move || engine.catalog_snapshot(&caller)).await {
             Ok(found) => found.ok_or_else(no_snapshot)?,
             Err(end) => return Err(call_failed(self, "the catalog snapshot", &call, end)),
@@ -154,7 +160,12 @@ impl Ctx<'_> {
 
     /// An engine call bounded like a tool: `tool_time` and the Language's byte bounds.
     pub fn tool_call(&self) -> EngineCall {
-        EngineCall::new(&self.lang.limits, self.lang.limits.tool_time, self.lane(LaneKind::Engine))
+        EngineCall::new(
+            Work::Tool,
+            &self.lang.limits,
+            self.lang.limits.tool_time,
+            self.lane(LaneKind::Engine),
+        )
     }
 }
 

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::call::EngineCall;
+use super::threads::Work;
 use super::validate::run_validation;
 use super::{call_failed, str_arg, Ctx, LoopArgs, OpResult, Reply};
 use crate::model::diagnostic::Diagnostic;
@@ -92,5 +93,10 @@ pub(crate) async fn bind_input(
 
 /// An engine call for a check against an agent's schema, bounded like a validation.
 fn schema_call(ctx: Ctx<'_>) -> EngineCall {
-    EngineCall::new(&ctx.lang.limits, ctx.lang.limits.validate_time, ctx.lane(super::slots::LaneKind::Engine))
+    EngineCall::new(
+        Work::Validate,
+        &ctx.lang.limits,
+        ctx.lang.limits.validate_time,
+        ctx.lane(super::slots::LaneKind::Engine),
+    )
 }

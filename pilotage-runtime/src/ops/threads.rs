@@ -17,8 +17,10 @@
 //!   one for [`LINGER`] before it sleeps (one thread at most looks; the others sleep);
 //! - a request whose call is the only one in flight polls for its answer for up to [`POLL`]
 //!   (never past its deadline) before its worker waits like any other task, unless the last
-//!   engine call to end ran for [`POLL`] or longer (an engine waiting on a database would not
-//!   answer within it, and the polling worker would take a core from the work it waits for).
+//!   engine call of the same [`Work`] ran for [`POLL`] or longer (an engine waiting on a
+//!   database would not answer within it, and the polling worker would take a core from the
+//!   work it waits for). The history is kept per kind of work because one request makes
+//!   several calls of different lengths: `sql/postgres` validates in 0.2 ms, then runs for 3.
 //!
 //! Both loops yield the core to any other runnable thread on every turn, and both stop as soon
 //! as other calls are in flight: a busy server keeps its cores for work (and a call that never
@@ -65,8 +67,32 @@ struct Threads {
     queued: AtomicUsize,
     /// Engine calls running or waiting anywhere (engine threads and blocking pool).
     in_flight: AtomicUsize,
-    /// How long the last engine call to end ran, in microseconds.
-    last_call: AtomicU64,
+}
+
+/// A kind of engine call, whose recent length decides whether a request polls for its answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Work {
+    /// A validation (`validate_program`, a promoted program's schema).
+    Validate,
+    /// A run.
+    Execute,
+    /// A catalog snapshot.
+    Snapshot,
+    /// A plain tool.
+    Tool,
+}
+
+impl Work {
+    /// How long the last call of this kind to end ran, in microseconds.
+    fn last(self) -> &'static AtomicU64 {
+        static LAST: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
+        &LAST[self as usize]
+    }
+
+    /// Whether the last call of this kind ran shorter than [`POLL`].
+    fn short(self) -> bool {
+        self.last().load(Ordering::Relaxed) < POLL.as_micros() as u64
+    }
 }
 
 #[derive(Default)]
@@ -92,14 +118,13 @@ fn threads() -> &'static Threads {
             free: AtomicUsize::new(0),
             queued: AtomicUsize::new(0),
             in_flight: AtomicUsize::new(0),
-            last_call: AtomicU64::new(0),
         }
     })
 }
 
-/// Runs `f` off the async workers and answers with its value, or `None` if it panicked.
-/// Must be called from within a tokio runtime.
-pub(crate) fn spawn<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Answer<T> {
+/// Runs `f`, a call of kind `work`, off the async workers and answers with its value, or `None`
+/// if it panicked. Must be called from within a tokio runtime.
+pub(crate) fn spawn<T: Send + 'static>(work: Work, f: impl FnOnce() -> T + Send + 'static) -> Answer<T> {
     let threads = threads();
     let (tx, rx) = oneshot::channel();
     let handle = Handle::current();
@@ -113,7 +138,7 @@ pub(crate) fn spawn<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -
             let started = Instant::now();
             let value = std::panic::catch_unwind(AssertUnwindSafe(f)).ok();
             let ran = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-            threads.last_call.store(ran, Ordering::Relaxed);
+            work.last().store(ran, Ordering::Relaxed);
             let _ = tx.send(value);
         }
     };
@@ -124,7 +149,7 @@ pub(crate) fn spawn<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -
         drop(tokio::task::spawn_blocking(job));
     }
     let poll = handle.runtime_flavor() == RuntimeFlavor::MultiThread && handle.metrics().num_workers() > 1;
-    Answer { rx, poll, threads }
+    Answer { rx, poll, threads, work }
 }
 
 /// One engine call counted in [`Threads::in_flight`] while it lives.
@@ -148,16 +173,16 @@ pub(crate) struct Answer<T> {
     rx: oneshot::Receiver<Option<T>>,
     poll: bool,
     threads: &'static Threads,
+    work: Work,
 }
 
 impl<T> Answer<T> {
     /// The call's value, `Some(None)` if it panicked, `None` if `deadline` came first.
     pub async fn until(mut self, deadline: tokio::time::Instant) -> Option<Option<T>> {
-        // A call as long as the last one (an engine waiting on a database, a large program)
-        // would not answer within the poll: the worker waits at once instead of taking a core
-        // from the work it waits for (on 2 cores, the database's own backend).
-        let short = self.threads.last_call.load(Ordering::Relaxed) < POLL.as_micros() as u64;
-        if self.poll && short {
+        // A call as long as the last one of its kind (an engine waiting on a database, a large
+        // program) would not answer within the poll: the worker waits at once instead of
+        // taking a core from the work it waits for (on 2 cores, the database's own backend).
+        if self.poll && self.work.short() {
             let until = (Instant::now() + POLL).min(deadline.into_std());
             while self.threads.in_flight.load(Ordering::Acquire) <= 1 && Instant::now() < until {
                 match self.rx.try_recv() {
@@ -252,7 +277,7 @@ mod tests {
 
     use tokio::time::Instant as TokioInstant;
 
-    use crate::ops::threads::{engine_threads, spawn};
+    use crate::ops::threads::{engine_threads, spawn, Work};
 
     fn later(ms: u64) -> TokioInstant {
         TokioInstant::now() + Duration::from_millis(ms)
@@ -261,7 +286,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn calls_run_off_the_calling_thread_and_see_the_runtime() {
         let caller = std::thread::current().id();
-        let seen = spawn(move || {
+        let seen = spawn(Work::Tool, move || {
             let handle = tokio::runtime::Handle::current();
             let slept = handle.block_on(async {
                 tokio::time::sleep(Duration::from_millis(1)).await;
@@ -281,7 +306,7 @@ mod tests {
         let answers: Vec<_> = (0..n)
             .map(|_| {
                 let started = started.clone();
-                spawn(move || {
+                spawn(Work::Tool, move || {
                     started.fetch_add(1, Ordering::SeqCst);
                     let until = Instant::now() + Duration::from_secs(10);
                     while started.load(Ordering::SeqCst) < n && Instant::now() < until {
@@ -303,14 +328,14 @@ mod tests {
         for round in 0..1000u64 {
             let second = Arc::new(AtomicUsize::new(0));
             let seen = second.clone();
-            let first = spawn(move || {
+            let first = spawn(Work::Tool, move || {
                 let until = Instant::now() + Duration::from_secs(5);
                 while seen.load(Ordering::SeqCst) == 0 && Instant::now() < until {
                     std::hint::spin_loop();
                 }
                 seen.load(Ordering::SeqCst) == 1
             });
-            let other = spawn(move || second.store(1, Ordering::SeqCst));
+            let other = spawn(Work::Tool, move || second.store(1, Ordering::SeqCst));
             assert_eq!(first.until(later(10_000)).await, Some(Some(true)), "round {round}");
             assert_eq!(other.until(later(10_000)).await, Some(Some(())), "round {round}");
             // Let the threads settle into lingering or sleeping in between, at varied points.
@@ -320,16 +345,19 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_panic_answers_none_and_the_threads_serve_on() {
-        assert_eq!(spawn(|| -> u8 { panic!("engine fault") }).until(later(5_000)).await, Some(None));
+        assert_eq!(
+            spawn(Work::Tool, || -> u8 { panic!("engine fault") }).until(later(5_000)).await,
+            Some(None)
+        );
         for i in 0..50u32 {
-            assert_eq!(spawn(move || i * 2).until(later(5_000)).await, Some(Some(i * 2)));
+            assert_eq!(spawn(Work::Tool, move || i * 2).until(later(5_000)).await, Some(Some(i * 2)));
         }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_deadline_answers_even_while_the_call_runs_on() {
         let started = Instant::now();
-        let answer = spawn(|| std::thread::sleep(Duration::from_millis(300)));
+        let answer = spawn(Work::Tool, || std::thread::sleep(Duration::from_millis(300)));
         assert_eq!(answer.until(later(20)).await, None);
         let waited = started.elapsed();
         assert!(waited >= Duration::from_millis(20) && waited < Duration::from_millis(250), "{waited:?}");
@@ -343,7 +371,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_current_thread_runtime_waits_without_polling() {
-        let answer = spawn(|| {
+        let answer = spawn(Work::Tool, || {
             tokio::runtime::Handle::current().block_on(tokio::time::sleep(Duration::from_millis(5)));
             3
         });

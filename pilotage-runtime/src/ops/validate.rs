@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::call::{CallEnd, EngineCall};
+use super::threads::Work;
 use super::{Ctx, LoopArgs, OpResult};
 use crate::engine::validation::{counting_steps, ValidateRequest, ValidationCore};
 use crate::engine::CatalogSnapshot;
@@ -143,7 +144,12 @@ fn check_size(ctx: Ctx<'_>, program: &Value) -> OpResult<()> {
 async fn call_validator(ctx: Ctx<'_>, request: ValidateRequest, keep_plan: bool) -> OpResult<ValidationCore> {
     let limits = ctx.lang.limits;
     let engine = ctx.engine();
-    let call = EngineCall::new(&limits, limits.validate_time, ctx.lane(super::slots::LaneKind::Engine));
+    let call = EngineCall::new(
+        Work::Validate,
+        &limits,
+        limits.validate_time,
+        ctx.lane(super::slots::LaneKind::Engine),
+    );
     let judge = move || match keep_plan {
         true => engine.validate_program(&request),
         false => counting_steps(|| engine.validate_program(&request)),

@@ -16,6 +16,7 @@ use crate::model::execution::ExecuteResponse;
 use crate::model::outcome::Outcome;
 use crate::model::trace::{render_steps, render_steps_owned, Trace, TraceStep};
 use crate::ops::call::{CallEnd, EngineCall};
+use crate::ops::threads::Work;
 use crate::ops::validate::{cached, check_context, remember, revalidate};
 use crate::ops::watch::Watch;
 use crate::ops::{str_arg, Ctx, LoopArgs, OpResult};
@@ -79,7 +80,12 @@ pub(crate) async fn run_checked(
         test_run: checked.test_run,
     };
     let limits = &ctx.lang.limits;
-    let call = EngineCall::new(limits, limits.execute_time, ctx.lane(crate::ops::slots::LaneKind::Engine));
+    let call = EngineCall::new(
+        Work::Execute,
+        limits,
+        limits.execute_time,
+        ctx.lane(crate::ops::slots::LaneKind::Engine),
+    );
     let recorder = Recorder::bounded(limits.max_steps, &call.bounds);
     if let Some(started) = &watch.started {
         started(&run_id, &recorder);
