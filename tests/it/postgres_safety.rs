@@ -422,3 +422,38 @@ async fn the_kept_catalog_moves_with_every_change_it_shows() {
     let got = validate(&mut conn, "SELECT full_name FROM customers").await;
     assert_eq!(got["valid"], true, "{got}");
 }
+
+/// A statement's rows stop at 1,000 in PostgreSQL, in the statement's own order, whatever its
+/// shape: a query is bounded by a `LIMIT` around it (here with a trailing comment, duplicate
+/// column names and a placeholder), and a statement that is not a query keeps 1,000 of its
+/// `RETURNING` rows while all of its work is done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_stop_at_the_bound_in_order_whatever_the_statement() {
+    let f = Fixture::new("rowbound").await;
+    let http = HttpServer::start(&f.server(Some(&f.writer))).await;
+    let mut conn = session(&http).await;
+
+    let query = "SELECT g AS n, g + :k AS n FROM generate_series(1, 1500) AS g ORDER BY g DESC -- the end";
+    let ran = conn.call_ok("run_sql", json!({"query": query, "input": {"k": 1}})).await;
+    assert_eq!(ran["outcome"]["status"], "success", "{ran}");
+    let out = &ran["output"];
+    assert_eq!(out["columns"], json!(["n", "n"]), "{out}");
+    let rows = out["rows"].as_array().unwrap();
+    assert_eq!((rows.len(), &rows[0], &rows[999]), (1000, &json!([1500, 1501]), &json!([501, 502])));
+    assert_eq!(out["more_rows"], true);
+
+    let exact =
+        conn.call_ok("run_sql", json!({"query": "SELECT g FROM generate_series(1, 1000) AS g"})).await;
+    assert_eq!(exact["output"]["rows"].as_array().unwrap().len(), 1000, "{exact}");
+    assert_eq!(exact["output"].get("more_rows"), None, "exactly the bound is not more: {exact}");
+
+    let insert = "INSERT INTO orders (customer_id, item, quantity, price) \
+                  SELECT 1, 'pen', g, 1.50 FROM generate_series(1, 1200) AS g RETURNING quantity";
+    let ran = conn.call_ok("run_sql", json!({"query": insert})).await;
+    assert_eq!(ran["outcome"]["status"], "success", "{ran}");
+    let rows = ran["output"]["rows"].as_array().unwrap();
+    assert_eq!((rows.len(), &rows[0], &rows[999]), (1000, &json!([1]), &json!([1000])), "{ran}");
+    assert_eq!(ran["output"]["more_rows"], true);
+    let count = conn.call_ok("run_sql", json!({"query": "SELECT count(*) AS n FROM orders"})).await;
+    assert_eq!(count["output"]["rows"], json!([[1204]]), "every row was written: {count}");
+}

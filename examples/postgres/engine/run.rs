@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::Transaction;
+use futures::TryStreamExt;
 use pilotage::engine::run::StopSignal;
 use pilotage::engine::{Budget, Failure, Signal, ValidateRequest};
 use pilotage::prelude::*;
@@ -103,7 +104,11 @@ async fn statement(
         let out = json!({"done": true});
         return Ok((out.clone(), out));
     }
-    let st = if cacheable { tx.prepare_cached(&c.pg_sql).await? } else { tx.prepare(&c.pg_sql).await? };
+    // A query's rows are bounded in PostgreSQL by a LIMIT around it, which stops the executor
+    // at the bound as a portal's row count does, without the portal's extra round trip (its
+    // `Bind` is answered before its `Execute` is sent).
+    let sql = if c.query { bounded(&c.pg_sql) } else { c.pg_sql.clone() };
+    let st = if cacheable { tx.prepare_cached(&sql).await? } else { tx.prepare(&sql).await? };
     let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
     if st.columns().is_empty() {
         let n = tx.execute(&st, &refs).await?;
@@ -111,12 +116,18 @@ async fn statement(
         return Ok((out.clone(), out));
     }
     let columns: Vec<&str> = st.columns().iter().map(|c| c.name()).collect();
-    let portal = tx.bind(&st, &refs).await?;
-    let fetched = tx.query_portal(&portal, i32::try_from(ROW_LIMIT + 1).unwrap_or(i32::MAX)).await?;
-    let more = fetched.len() > ROW_LIMIT;
+    // Rows past the bound of a statement that is not a query (`... RETURNING`) are read off the
+    // connection and dropped: the statement's work is done by then whatever is kept.
+    let stream = tx.query_raw(&st, refs.iter().copied()).await?;
+    futures::pin_mut!(stream);
     let budget = Budget::current();
     let mut rows = Vec::new();
-    for row in fetched.iter().take(ROW_LIMIT) {
+    let mut more = false;
+    while let Some(row) = stream.try_next().await? {
+        if rows.len() == ROW_LIMIT {
+            more = true;
+            break;
+        }
         let cells: Vec<Json> =
             (0..columns.len()).map(|i| row.try_get::<_, Cell>(i).map(|c| c.0)).collect::<Result<_, _>>()?;
         let row = Json::Array(cells);
@@ -143,6 +154,12 @@ async fn statement(
         trace["more_rows"] = json!(true);
     }
     Ok((output, trace))
+}
+
+/// `query` bounded to [`ROW_LIMIT`] + 1 rows (one more than kept, to tell `more_rows`), on lines
+/// of its own so that a trailing `--` comment ends before the bound.
+fn bounded(query: &str) -> String {
+    format!("SELECT * FROM (\n{query}\n) AS pilotage_rows LIMIT {}", ROW_LIMIT + 1)
 }
 
 /// The failure status and message of a failed statement of a run that waited `queued` for its

@@ -58,6 +58,9 @@ pub struct Checked {
     pub names: Vec<String>,
     /// Schema definition (run, not prepared).
     pub ddl: bool,
+    /// A query (`SELECT`, `VALUES`, `TABLE`, `WITH` without a data-modifying part): its rows
+    /// may be bounded by wrapping it in a `LIMIT`, which stops PostgreSQL at the bound.
+    pub query: bool,
     /// `CREATE TABLE ... AS`: validation runs it `WITH NO DATA`, so its query (and any
     /// function it calls) never executes before the run.
     as_query: bool,
@@ -351,6 +354,7 @@ fn analyze(
         pg_sql,
         names: param_names,
         ddl: false,
+        query: false,
         as_query: false,
         unqualified: false,
         estimated: None,
@@ -409,6 +413,7 @@ fn analyze(
             .map(|r| r.entry.clone());
     }
     checked.ddl = shape.ddl;
+    checked.query = matches!(&ast, Ast::Query(_)) && found.writes.is_empty() && found.select_into.is_none();
     checked.as_query = matches!(&ast, Ast::CreateTable(t) if t.query.is_some());
     checked.unqualified = found.writes.iter().chain(&shape.targets).any(|(_, a)| *a == Access::UpdateAll)
         || found.unqualified_delete;
