@@ -14,7 +14,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use deadpool_postgres::Transaction;
 use futures::TryStreamExt;
 use pilotage::engine::run::StopSignal;
 use pilotage::engine::{Budget, Failure, Signal, ValidateRequest};
@@ -25,7 +24,7 @@ use tokio_postgres::{CancelToken, NoTls};
 use super::check::{self, Checked};
 use super::db::{Db, PgError};
 use super::placeholders::bind;
-use super::session::Session;
+use super::session::{Session, Tx};
 use super::values::{Cell, Text};
 use super::{PgCode, PgRisk, PgStatus};
 
@@ -94,7 +93,7 @@ pub(crate) async fn watched<T>(
 /// Run one checked statement; its output (rows up to [`ROW_LIMIT`]) and its trace output
 /// (the first [`SAMPLE_ROWS`]).
 async fn statement(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     c: &Checked,
     cacheable: bool,
     params: &[Text],
@@ -248,7 +247,8 @@ pub async fn execute(db: &Arc<Db>, program: &Json, run: &mut Run<PgStatus>) -> F
     let read_only = checked
         .iter()
         .all(|c| !c.ddl && c.risk == PgRisk::Safe && c.refs.iter().all(|r| r.risk == PgRisk::Safe));
-    let (tx, prologue) = match session.start(role.as_deref(), timeout, read_only).await {
+    // Begun by its prologue, sent with the first statement: one round trip for both.
+    let (tx, prologue) = match session.open(role.as_deref(), timeout, read_only) {
         Ok(began) => began,
         Err(e) => return Finish::error(e.message),
     };
@@ -280,6 +280,9 @@ pub async fn execute(db: &Arc<Db>, program: &Json, run: &mut Run<PgStatus>) -> F
                 if let Err(e) = began {
                     // Nothing ran: the statement failed behind the refused prologue.
                     drop(step);
+                    if tx.rollback().await.is_ok() {
+                        session.ended();
+                    }
                     return Finish::error(e.message);
                 }
                 ran
@@ -314,10 +317,9 @@ pub async fn execute(db: &Arc<Db>, program: &Json, run: &mut Run<PgStatus>) -> F
         }
     }
     if read_only {
-        // Nothing to commit: the dropped transaction queues its ROLLBACK ahead of the
-        // connection's next use, and the answer does not wait for it.
+        // Nothing to commit: the answer does not wait for the rollback.
         drop(tx);
-        session.ended();
+        session.roll_back_later();
         return Finish::output(last);
     }
     let committed = tx.commit().await;

@@ -4,6 +4,10 @@
 //! prologue is sent with the transaction's first statement (pipelined: one round trip for both),
 //! which it makes fail when it fails.
 //!
+//! A run begins its transaction with its prologue ([`Session::open`]: `START TRANSACTION` is the
+//! prologue's first statement, so beginning costs no round trip of its own); a validation uses
+//! tokio-postgres's `Transaction`, which waits for its `BEGIN` ([`Session::start`]).
+//!
 //! A [`Session`] that is dropped while its transaction is still open (the runtime dropped the
 //! run at its time bound, or the client went away) stops its work on the server: the running
 //! statement is cancelled with the connection's cancel token, the connection leaves the pool
@@ -85,14 +89,45 @@ pub struct Prologue {
     sql: String,
     pid: Arc<AtomicI32>,
     open: Arc<AtomicBool>,
+    /// It begins the transaction itself ([`Session::open`]): refused, it leaves the transaction
+    /// open for the caller to roll back (or the session's drop to close the connection).
+    begins: bool,
+}
+
+/// A transaction that its prologue begins ([`Session::open`]). Statements go to the connection
+/// as in any transaction; it ends with [`Tx::commit`] or [`Tx::rollback`] (then
+/// [`Session::ended`]), or with [`Session::roll_back_later`], or with the session's drop, which
+/// closes the connection.
+pub struct Tx<'a> {
+    client: &'a deadpool_postgres::ClientWrapper,
+}
+
+impl std::ops::Deref for Tx<'_> {
+    type Target = deadpool_postgres::ClientWrapper;
+
+    fn deref(&self) -> &Self::Target {
+        self.client
+    }
+}
+
+impl Tx<'_> {
+    /// Commit (one round trip).
+    pub async fn commit(self) -> Result<(), tokio_postgres::Error> {
+        self.client.batch_execute("COMMIT").await
+    }
+
+    /// Roll back (one round trip).
+    pub async fn rollback(self) -> Result<(), tokio_postgres::Error> {
+        self.client.batch_execute("ROLLBACK").await
+    }
 }
 
 impl Prologue {
     /// Send the prologue on `tx` and check its answer: a role the login may not assume, or a
     /// superuser or BYPASSRLS role (unless the server allows them), is refused with SQLSTATE
     /// 42501; the outcome is remembered for the role (see [`Db::refusal`]). Statements sent on
-    /// `tx` while this is awaited follow it on the server, and fail when it fails.
-    pub async fn check(&self, tx: &Transaction<'_>) -> Result<(), PgError> {
+    /// `client` while this is awaited follow it on the server, and fail when it fails.
+    pub async fn check(&self, client: &tokio_postgres::Client) -> Result<(), PgError> {
         let role = self.role.as_deref();
         let who = || {
             role.map_or_else(|| "the login role".to_owned(), |r| format!("the caller's database role {r:?}"))
@@ -103,7 +138,7 @@ impl Prologue {
                 who()
             ))
         };
-        let answer = match tx.simple_query(&self.sql).await {
+        let answer = match client.simple_query(&self.sql).await {
             Ok(messages) => messages,
             Err(e) => {
                 let mut e = PgError::from(e);
@@ -116,7 +151,7 @@ impl Prologue {
                     ));
                 }
                 self.db.remember_refusal(role, Some(&e));
-                self.open.store(false, Ordering::Relaxed);
+                self.refused();
                 return Err(e);
             }
         };
@@ -128,12 +163,20 @@ impl Prologue {
         let Some(pid) = pid else {
             let e = privileged();
             self.db.remember_refusal(role, Some(&e));
-            self.open.store(false, Ordering::Relaxed);
+            self.refused();
             return Err(e);
         };
         self.pid.store(pid, Ordering::Relaxed);
         self.db.remember_refusal(role, None);
         Ok(())
+    }
+
+    /// The prologue was refused: a `Transaction` the caller drops queues its own rollback, so
+    /// the session has nothing left open; a transaction the prologue began stays open.
+    fn refused(&self) {
+        if !self.begins {
+            self.open.store(false, Ordering::Relaxed);
+        }
     }
 }
 
@@ -158,7 +201,7 @@ impl Session {
     /// prologue sent and checked (see [`Prologue::check`]).
     pub async fn begin(&mut self, role: Option<&str>, timeout: Duration) -> Result<Transaction<'_>, PgError> {
         let (tx, prologue) = self.start(role, timeout, false).await?;
-        prologue.check(&tx).await?;
+        prologue.check(tx.client()).await?;
         Ok(tx)
     }
 
@@ -171,20 +214,60 @@ impl Session {
         timeout: Duration,
         read_only: bool,
     ) -> Result<(Transaction<'_>, Prologue), PgError> {
+        let prologue = self.prologue(role, timeout, read_only, false);
+        let client = self.client.as_mut().ok_or_else(|| PgError::other("the connection is closed"))?;
+        Ok((client.transaction().await?, prologue))
+    }
+
+    /// A transaction (no round trip) that the returned prologue begins, acting as `role` under
+    /// `timeout`, read only when `read_only`: the caller sends it with [`Prologue::check`]
+    /// pipelined with its first statement, which fails when the prologue fails.
+    pub fn open(
+        &mut self,
+        role: Option<&str>,
+        timeout: Duration,
+        read_only: bool,
+    ) -> Result<(Tx<'_>, Prologue), PgError> {
+        let prologue = self.prologue(role, timeout, read_only, true);
+        let client = self.client.as_ref().ok_or_else(|| PgError::other("the connection is closed"))?;
+        Ok((Tx { client }, prologue))
+    }
+
+    /// The prologue of a transaction about to begin (see [`Session::start`] and
+    /// [`Session::open`]), the connection's statement cache kept within its bound.
+    fn prologue(&mut self, role: Option<&str>, timeout: Duration, read_only: bool, begins: bool) -> Prologue {
         let db = self.db.clone();
-        let prologue = Prologue {
-            sql: prologue(&db.schema, role, timeout, db.roles.allow_superuser, read_only),
+        let mut sql = prologue(&db.schema, role, timeout, db.roles.allow_superuser, read_only);
+        if begins {
+            sql.insert_str(0, "START TRANSACTION; ");
+        }
+        if let Some(client) = &self.client {
+            if client.statement_cache.size() > MAX_CACHED_STATEMENTS {
+                client.statement_cache.clear();
+            }
+        }
+        self.open.store(true, Ordering::Relaxed);
+        Prologue {
+            sql,
             role: role.map(str::to_owned),
             pid: self.pid.clone(),
             open: self.open.clone(),
             db,
-        };
-        let client = self.client.as_mut().ok_or_else(|| PgError::other("the connection is closed"))?;
-        if client.statement_cache.size() > MAX_CACHED_STATEMENTS {
-            client.statement_cache.clear();
+            begins,
         }
-        self.open.store(true, Ordering::Relaxed);
-        Ok((client.transaction().await?, prologue))
+    }
+
+    /// End the open transaction after the answer: a task of the database's runtime sends its
+    /// `ROLLBACK`, then gives the connection back to the pool (or closes it, when the rollback
+    /// fails).
+    pub fn roll_back_later(&mut self) {
+        let Some(client) = self.client.take() else { return };
+        self.open.store(false, Ordering::Relaxed);
+        self.db.spawn(async move {
+            if client.batch_execute("ROLLBACK").await.is_err() {
+                drop(deadpool_postgres::Object::take(client));
+            }
+        });
     }
 
     /// The transaction was committed or rolled back (or dropped, which queues its rollback

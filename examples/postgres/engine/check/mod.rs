@@ -217,7 +217,8 @@ fn second_pass(
             let mut rest = work.iter();
             if let Some((_, c)) = rest.next() {
                 // The prologue and the first statement go out together.
-                let (began, answer) = tokio::join!(prologue.check(&tx), ask::ask(&tx, &schema, c, cacheable));
+                let (began, answer) =
+                    tokio::join!(prologue.check(tx.client()), ask::ask(&tx, &schema, c, cacheable));
                 // Refused, the prologue ended the session: the dropped transaction rolls back.
                 began?;
                 answers.push(answer);
