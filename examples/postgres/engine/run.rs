@@ -248,7 +248,7 @@ pub async fn execute(db: &Arc<Db>, program: &Json, run: &mut Run<PgStatus>) -> F
         .iter()
         .all(|c| !c.ddl && c.risk == PgRisk::Safe && c.refs.iter().all(|r| r.risk == PgRisk::Safe));
     // Begun by its prologue, sent with the first statement: one round trip for both.
-    let (tx, prologue) = match session.open(role.as_deref(), timeout, read_only) {
+    let (tx, prologue) = match session.open(role.as_deref(), timeout, read_only).await {
         Ok(began) => began,
         Err(e) => return Finish::error(e.message),
     };
