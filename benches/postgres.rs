@@ -4,7 +4,7 @@
 //! one JSON-RPC line out, read lines until the answer.
 //!
 //! Per path, the two servers are called in blocks of 10 calls in a row (which goes first
-//! alternates block by block; the first call of a block is not counted), 50 times each after 5
+//! alternates block by block; the first call of a block is not counted), 200 times each after 5
 //! warm-up calls, and the line reports each side's median and the ratio sql/postgres /
 //! reference: `validate_sql` and `run_sql` of `SELECT 1` against the reference's `query` of it,
 //! and `run_sql` of 1,000 rows against `query` of the same rows. Never a timed assertion.
@@ -26,7 +26,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 /// Calls per side and path, after [`WARMUP`].
-const CALLS: usize = 50;
+const CALLS: usize = 200;
 const WARMUP: usize = 5;
 /// Calls in a row on one server (see the loop in `main`).
 const BLOCK: usize = 10;

@@ -5,7 +5,7 @@
 //! still refuse a program before the validator runs, at validate and at execute's
 //! re-validation; a validator past `validate_time` is still answered `bounds_exceeded`; and
 //! the wait a validator reports (`Validation::waited`) is the result's `queued_ms`, inline or
-//! not.
+//! not, as is the wait a catalog method reports (`Signal::waited`).
 
 use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
@@ -187,5 +187,66 @@ async fn a_validators_reported_wait_is_the_results_queue_time() {
             "{tool}: {}",
             plain.raw
         );
+    }
+}
+
+#[allow(dead_code)] // the catalog below has no entries
+#[derive(Clone, Copy, pilotage::EntryKinds)]
+enum StepKind {
+    #[kind(callable)]
+    Op,
+}
+
+/// A Language whose catalog method reports waiting for a resource of its own.
+struct Cataloged {
+    /// What each snapshot reports waiting, in milliseconds (0: nothing reported).
+    waited_ms: u64,
+}
+
+#[pilotage::language(
+    name = "cataloged/v1", title = "A catalog that waits", program = "steps", locator = "json-pointer",
+    capabilities(guides, catalog, validate, plan), guides = "examples/calc/guides", codes = StepCode,
+    risk = StepRisk, kinds = StepKind, catalog = snapshot,
+)]
+impl Cataloged {
+    #[loop_tool(validate, name = "validate_cataloged")]
+    fn validate(&self, program: &Json, v: &mut Validation<StepCode, StepRisk>) {
+        if program["op"] != "add" {
+            v.error(StepCode::UnknownOp, "/op", "only `add` exists");
+        }
+        v.step("only", StepRisk::Safe);
+    }
+
+    fn snapshot(&self, _caller: &Caller) -> Arc<pilotage::engine::CatalogSnapshot> {
+        if self.waited_ms > 0 {
+            pilotage::engine::Signal::current().waited(Duration::from_millis(self.waited_ms));
+        }
+        Arc::new(pilotage::engine::CatalogSnapshot::new(Vec::new()))
+    }
+}
+
+/// What a catalog method reports waiting for (`Signal::waited`, say for a pooled connection)
+/// is the catalog read's `_meta` queue time, and a validation's, whose snapshot it is; a
+/// catalog that reports nothing adds none.
+#[tokio::test]
+async fn a_catalogs_reported_wait_is_the_queue_time_of_the_requests_that_read_it() {
+    for waited_ms in [9, 0] {
+        let server = pilotage::Server::builder()
+            .name("cataloged", "0")
+            .language(move || Cataloged { waited_ms })
+            .build()
+            .expect("the server builds");
+        let mut conn = Conn::duplex(&server);
+        conn.initialize(true).await;
+        let args = json!({"language": "cataloged/v1", "verb": "list"});
+        for (tool, args) in
+            [("pilotage_catalog", args), ("validate_cataloged", json!({"steps": {"op": "add"}}))]
+        {
+            let read = conn.call(tool, args).await;
+            assert!(!read.is_error, "{tool}: {}", read.raw);
+            let queued = read.raw["result"]["_meta"][support::EXT].get("queued_ms").cloned();
+            let expected = (waited_ms > 0).then(|| json!(waited_ms));
+            assert_eq!(queued, expected, "{tool}: {}", read.raw);
+        }
     }
 }

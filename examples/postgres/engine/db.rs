@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use pilotage::engine::Signal;
 use pilotage::prelude::*;
 use tokio_postgres::NoTls;
 
@@ -299,18 +300,22 @@ impl Db {
     }
 
     /// Run `work` with a pooled connection on the engine's runtime and wait for it: the
-    /// synchronous engine calls' way to the database.
+    /// synchronous engine calls' way to the database. The wait for the connection is reported to
+    /// the engine call ([`Signal::waited`]: the request's `queued_ms`, as a catalog read's or a
+    /// plain tool's), not counted as the work's time.
     pub fn block<T, F, Fut>(&self, work: F) -> Result<T, PgError>
     where
         T: Send + 'static,
         F: FnOnce(deadpool_postgres::Object) -> Fut + Send + 'static,
         Fut: Future<Output = Result<T, PgError>> + Send + 'static,
     {
-        self.block_waiting(work).0
+        let (out, waited) = self.block_waiting(work);
+        Signal::current().waited(waited);
+        out
     }
 
-    /// [`Db::block`], with how long it waited for the pooled connection (to report: it is not
-    /// the work's time).
+    /// [`Db::block`], with how long it waited for the pooled connection, which the caller
+    /// reports (a validation with `Validation::waited`).
     pub fn block_waiting<T, F, Fut>(&self, work: F) -> (Result<T, PgError>, Duration)
     where
         T: Send + 'static,

@@ -26,6 +26,9 @@ struct SignalState {
     cancelled: AtomicBool,
     /// Microseconds the request waited for engine slots up to this call's start.
     queued: AtomicU64,
+    /// Microseconds the engine reported waiting for its own resources during the call
+    /// ([`Signal::waited`]).
+    reported: AtomicU64,
 }
 
 impl Signal {
@@ -42,6 +45,7 @@ impl Signal {
             deadline: OnceLock::new(),
             cancelled: AtomicBool::new(false),
             queued: AtomicU64::new(0),
+            reported: AtomicU64::new(0),
         }))
     }
 
@@ -65,6 +69,35 @@ impl Signal {
     /// was not the call's. Zero outside an engine call, or when nothing waited.
     pub fn queued(&self) -> Duration {
         Duration::from_micros(self.0.queued.load(Ordering::Relaxed))
+    }
+
+    /// Report that this engine call waited `waited` for a resource of the engine's own (a
+    /// pooled database connection): the wait joins the request's queue time (the result's
+    /// `_meta` `queued_ms`), as the waits for the server's engine slots do, so that a caller
+    /// can tell a slow answer from a busy engine. For engine code with no [`Validation`] or
+    /// [`Run`] to report on, such as a catalog snapshot or a plain tool; a validation reports
+    /// with [`Validation::waited`], a run with [`Run::waited`]. No effect outside an engine call.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use pilotage::engine::Signal;
+    ///
+    /// // In a Language's catalog method, after waiting 12 ms for a pooled connection:
+    /// Signal::current().waited(Duration::from_millis(12));
+    /// ```
+    ///
+    /// [`Validation`]: crate::engine::Validation
+    /// [`Validation::waited`]: crate::engine::Validation::waited
+    /// [`Run`]: crate::engine::Run
+    /// [`Run::waited`]: crate::engine::Run::waited
+    pub fn waited(&self, waited: Duration) {
+        let micros = u64::try_from(waited.as_micros()).unwrap_or(u64::MAX);
+        self.0.reported.fetch_add(micros, Ordering::Relaxed);
+    }
+
+    /// What the engine reported with [`Signal::waited`].
+    pub(crate) fn reported(&self) -> Duration {
+        Duration::from_micros(self.0.reported.load(Ordering::Relaxed))
     }
 
     /// The deadline, once the clock started.

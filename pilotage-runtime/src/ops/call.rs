@@ -115,13 +115,24 @@ impl EngineCall {
             drop(held);
             value
         });
-        match answer.until(deadline).await {
+        let ended = match answer.until(deadline).await {
             None => {
                 self.bounds.signal.cancel();
                 Err(CallEnd::TimedOut)
             }
             Some(Some(value)) => Ok(value),
             Some(None) => Err(CallEnd::Panicked),
+        };
+        self.count_reported();
+        ended
+    }
+
+    /// What the engine reported waiting for during the call ([`Signal::waited`]) joins the
+    /// request's queue time.
+    fn count_reported(&self) {
+        let reported = self.bounds.signal.reported();
+        if !reported.is_zero() {
+            add_queued(reported);
         }
     }
 
@@ -135,7 +146,9 @@ impl EngineCall {
     pub fn run_inline<T>(&self, f: impl FnOnce() -> T) -> Result<T, CallEnd> {
         self.bounds.signal.start(self.time);
         let _entered = self.bounds.enter();
-        std::panic::catch_unwind(AssertUnwindSafe(f)).map_err(|_| CallEnd::Panicked)
+        let ended = std::panic::catch_unwind(AssertUnwindSafe(f)).map_err(|_| CallEnd::Panicked);
+        self.count_reported();
+        ended
     }
 }
 
