@@ -21,9 +21,14 @@ pub const QUERY: &str = "SELECT id, name, tier FROM customers ORDER BY id; \
     SELECT a.item, b.item AS other, c.name FROM orders AS a, orders AS b, customers AS c \
     ORDER BY a.id, b.id, c.id LIMIT 20";
 
-/// The pilotage server of the `sql` example: every session on its own seeded demo database.
+/// The pilotage server of the `sql` example as it is served (its `limits()`): every session on
+/// its own seeded demo database.
 pub fn pilotage_server() -> Server {
-    Server::builder().language(engine::Sql::factory(None)).build().expect("the sql bench server")
+    Server::builder()
+        .language(engine::Sql::factory(None))
+        .limits(engine::limits())
+        .build()
+        .expect("the sql bench server")
 }
 
 /// One session's database for the hand-written server: the same schema and rows, in memory.

@@ -78,6 +78,7 @@ async fn serve(cli: Cli) -> anyhow::Result<()> {
         .default_capabilities(defaults())
         .language(workflow::Workflow::new)
         .language(sql::Sql::factory(Some(path.clone())))
+        .limits(sql::limits())
         .build()
         .context("building the Pilotage server")?;
     cli::serve(server, cli.transport, false, "workflow/v1 and sql/sqlite-3", Some(&path)).await

@@ -67,6 +67,7 @@ async fn serve(cli: Cli) -> anyhow::Result<()> {
     }
     let server = builder
         .language(engine::Sql::factory(Some(path.clone())))
+        .limits(engine::limits())
         .build()
         .context("building the Pilotage server")?;
     let languages = if cli.with_workflow { "workflow/v1 and sql/sqlite-3" } else { "sql/sqlite-3" };

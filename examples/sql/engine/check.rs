@@ -576,7 +576,8 @@ fn prepare(
     v: &mut Validation<SqlCode, SqlRisk>,
 ) -> bool {
     db.take_denials();
-    let result = db.conn.prepare(&stmt.sql).map(|_| ());
+    // Cached: the run that follows prepares the same text (see `Db::wrap`).
+    let result = db.conn.prepare_cached(&stmt.sql).map(|_| ());
     let denials = db.take_denials();
     let Err(e) = result else { return true };
     let (message, offset) = match &e {

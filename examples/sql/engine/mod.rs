@@ -106,6 +106,15 @@ pub enum SqlKind {
     View,
 }
 
+/// The bounds this Language is served with: the defaults, and a revalidation cache. A verdict
+/// depends only on the program, the caller and this session's schema, whose every change moves
+/// `catalog_version` (indexes aside, which change no verdict), so a program validated moments
+/// before, or already run, against the same version is admitted by a look-up; the run prepares
+/// its statements in SQLite anyway.
+pub fn limits() -> pilotage::engine::Limits {
+    pilotage::engine::Limits { revalidation_cache: 256, ..pilotage::engine::Limits::default() }
+}
+
 /// The engine: one session's private database and its cached catalog snapshot.
 pub struct Sql {
     db: Mutex<db::Db>,

@@ -75,7 +75,7 @@ fn statement(
         };
         (status, message)
     };
-    let mut st = db.conn.prepare(&stmt.sql).map_err(fail)?;
+    let mut st = db.conn.prepare_cached(&stmt.sql).map_err(fail)?;
     for name in stmt.parameter_names() {
         if let Some(i) = st.parameter_index(&format!(":{name}")).map_err(fail)? {
             st.raw_bind_parameter(i, sql_value(params.get(&name).unwrap_or(&Json::Null))).map_err(fail)?;
