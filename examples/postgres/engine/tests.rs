@@ -29,7 +29,12 @@ fn numerics_keep_every_digit() {
     // -0.05: ndigits 1, weight -1, sign -, dscale 2: digit 500.
     let raw = [0, 1, 0xff, 0xff, 0x40, 0, 0, 2, 0x01, 0xf4];
     assert_eq!(numeric(&raw).unwrap(), "-0.05");
+    // 1.50: digits 1, 5000, weight 0, dscale 2; 10000: digit 1, weight 1; 0: no digit.
+    assert_eq!(numeric(&[0, 2, 0, 0, 0, 0, 0, 2, 0, 1, 0x13, 0x88]).unwrap(), "1.50");
+    assert_eq!(numeric(&[0, 1, 0, 1, 0, 0, 0, 0, 0, 1]).unwrap(), "10000");
+    assert_eq!(numeric(&[0, 0, 0, 0, 0, 0, 0, 0]).unwrap(), "0");
     assert!(numeric(&[0, 1]).is_err(), "a short value is an error, never a panic");
+    assert!(numeric(&[0, 2, 0, 0, 0, 0, 0, 2, 0, 1]).is_err(), "a missing digit is an error");
 }
 
 #[test]

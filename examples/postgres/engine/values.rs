@@ -82,8 +82,9 @@ impl<'a> FromSql<'a> for Cell {
     }
 }
 
-/// `numeric`'s binary form (base-10000 digits) as decimal text.
+/// `numeric`'s binary form (base-10000 digits) as decimal text, written into one string.
 pub(crate) fn numeric(raw: &[u8]) -> Result<String, BoxError> {
+    use std::fmt::Write;
     let word = |i: usize| -> Result<i16, BoxError> {
         let b = raw.get(i..i + 2).ok_or("short numeric")?;
         Ok(i16::from_be_bytes([b[0], b[1]]))
@@ -95,32 +96,47 @@ pub(crate) fn numeric(raw: &[u8]) -> Result<String, BoxError> {
         0xF000 => return Ok("-Infinity".to_owned()),
         _ => {}
     }
-    let digits: Vec<i16> =
-        (0..usize::try_from(ndigits)?).map(|k| word(8 + 2 * k)).collect::<Result<_, _>>()?;
-    let mut int = String::new();
+    let ndigits = usize::try_from(ndigits)?;
+    let scale = usize::try_from(dscale)?;
+    if raw.len() < 8 + 2 * ndigits {
+        return Err("short numeric".into());
+    }
+    // Digit `k` (0 before the first and past the last).
+    let digit = |k: i32| -> i16 {
+        match usize::try_from(k) {
+            Ok(k) if k < ndigits => word(8 + 2 * k).unwrap_or(0),
+            _ => 0,
+        }
+    };
+    let mut out = String::with_capacity(8 + 4 * ndigits + scale);
+    if sign == 0x4000 {
+        out.push('-');
+    }
+    let start = out.len();
     for k in 0..=i32::from(weight).max(-1) {
-        let d = usize::try_from(k).ok().and_then(|k| digits.get(k)).copied().unwrap_or(0);
-        if int.is_empty() {
+        let d = digit(k);
+        if out.len() == start {
             if d != 0 {
-                int = d.to_string();
+                let _ = write!(out, "{d}");
             }
         } else {
-            int.push_str(&format!("{d:04}"));
+            let _ = write!(out, "{d:04}");
         }
     }
-    if int.is_empty() {
-        int.push('0');
+    if out.len() == start {
+        out.push('0');
     }
-    let mut frac = String::new();
-    let mut k = i32::from(weight) + 1;
-    while frac.len() < usize::try_from(dscale)? {
-        let d = usize::try_from(k).ok().and_then(|k| digits.get(k)).copied().unwrap_or(0);
-        frac.push_str(&format!("{d:04}"));
-        k += 1;
+    if scale > 0 {
+        out.push('.');
+        let frac = out.len();
+        let mut k = i32::from(weight) + 1;
+        while out.len() - frac < scale {
+            let _ = write!(out, "{:04}", digit(k));
+            k += 1;
+        }
+        out.truncate(frac + scale);
     }
-    frac.truncate(usize::try_from(dscale)?);
-    let sign = if sign == 0x4000 { "-" } else { "" };
-    Ok(if frac.is_empty() { format!("{sign}{int}") } else { format!("{sign}{int}.{frac}") })
+    Ok(out)
 }
 
 /// Days since 2000-01-01 as `YYYY-MM-DD` (proleptic Gregorian; Howard Hinnant's civil_from_days).
