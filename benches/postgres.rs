@@ -207,7 +207,13 @@ async fn main() {
     drop(theirs);
     drop(db);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let _ = admin
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE); DROP ROLE IF EXISTS {agent}"))
-        .await;
+    // Two statements sent apart: DROP DATABASE refuses to run in the implicit transaction of a
+    // multi-statement query (sent together, every run left its database and role behind).
+    for sql in
+        [format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"), format!("DROP ROLE IF EXISTS {agent}")]
+    {
+        if let Err(e) = admin.batch_execute(&sql).await {
+            eprintln!("postgres bench: `{sql}` failed: {e}");
+        }
+    }
 }

@@ -318,7 +318,6 @@ pub async fn execute(db: &Arc<Db>, program: &Json, run: &mut Run<PgStatus>) -> F
     }
     if read_only {
         // Nothing to commit: the answer does not wait for the rollback.
-        drop(tx);
         session.roll_back_later();
         return Finish::output(last);
     }
