@@ -80,12 +80,8 @@ pub(crate) async fn run_checked(
         test_run: checked.test_run,
     };
     let limits = &ctx.lang.limits;
-    let call = EngineCall::new(
-        Work::Execute,
-        limits,
-        limits.execute_time,
-        ctx.lane(crate::ops::slots::LaneKind::Engine),
-    );
+    let lane = ctx.lane(crate::ops::slots::LaneKind::Engine);
+    let call = EngineCall::new(Work::Execute, limits, limits.execute_time, lane);
     let recorder = Recorder::bounded(limits.max_steps, &call.bounds);
     if let Some(started) = &watch.started {
         started(&run_id, &recorder);
