@@ -131,7 +131,9 @@ async fn twenty_runs_on_sixteen_connections_queue_four_report_it_and_catalog_rea
     assert_eq!(order[0], catalog, "the catalog read waited for a run: {order:?}");
     assert!(*took < Duration::from_millis(1000), "the catalog read took {took:?}");
     assert_eq!(answer["result"]["isError"], json!(false), "{answer}");
-    assert_eq!(meta_queued(answer), 0, "{answer}");
+    // What it waited, if anything, is its own lane's connection (now reported), never a run's
+    // second-long statement.
+    assert!(meta_queued(answer) < 500, "{answer}");
     let ids: Vec<&str> = answer["result"]["structuredContent"]["items"]
         .as_array()
         .unwrap()
