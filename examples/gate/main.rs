@@ -91,29 +91,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     };
     let audit = policy::Audit::open(cli.audit.as_deref())?;
     let gate = proxy::Gate::new(upstream, policy, audit, Duration::from_secs(cli.ask_timeout));
-    let served = gate.serve(host_stdio()).await.context("the host did not initialize")?;
+    let served = gate
+        .serve(pilotage::transport::stdio::process_stdio())
+        .await
+        .context("the host did not initialize")?;
     served.waiting().await.context("serving the host")?;
     Ok(())
-}
-
-type Reader = Box<dyn tokio::io::AsyncRead + Send + Unpin>;
-type Writer = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
-
-/// The host's stdin and stdout. Pipes (as a host spawns the gate) are read and written
-/// non-blocking on the runtime's own thread; anything else (a terminal, a file) through tokio's
-/// stdio, whose every read and write is handed to a blocking thread and back.
-fn host_stdio() -> (Reader, Writer) {
-    use std::os::fd::AsFd;
-    use tokio::net::unix::pipe;
-    let read: Reader = match std::io::stdin().as_fd().try_clone_to_owned().map(pipe::Receiver::from_owned_fd)
-    {
-        Ok(Ok(pipe)) => Box::new(pipe),
-        _ => Box::new(tokio::io::stdin()),
-    };
-    let write: Writer = match std::io::stdout().as_fd().try_clone_to_owned().map(pipe::Sender::from_owned_fd)
-    {
-        Ok(Ok(pipe)) => Box::new(pipe),
-        _ => Box::new(tokio::io::stdout()),
-    };
-    (read, write)
 }

@@ -76,6 +76,50 @@ pub fn ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
+/// Makes the pool's connections on the engine's runtime, whichever runtime asks for one: the
+/// connection's task (which reads and writes its socket) lives there, so a run can take a
+/// pooled connection on its own thread without handing the wait to that runtime and back.
+struct OnRuntime(tokio::runtime::Handle);
+
+impl deadpool_postgres::Connect for OnRuntime {
+    fn connect(
+        &self,
+        config: &tokio_postgres::Config,
+    ) -> futures::future::BoxFuture<
+        '_,
+        Result<(tokio_postgres::Client, tokio::task::JoinHandle<()>), tokio_postgres::Error>,
+    > {
+        let (config, handle) = (config.clone(), self.0.clone());
+        Box::pin(async move {
+            let made = handle.spawn(connect(config.clone(), None));
+            match made.await {
+                Ok(made) => made,
+                // The engine's runtime is shutting down (the Db is being dropped): connect here;
+                // the connection's task, spawned on the stopping runtime, ends with it.
+                Err(_) => connect(config, Some(handle)).await,
+            }
+        })
+    }
+}
+
+/// A new connection and its task, spawned on `on` (else on the current runtime).
+async fn connect(
+    config: tokio_postgres::Config,
+    on: Option<tokio::runtime::Handle>,
+) -> Result<(tokio_postgres::Client, tokio::task::JoinHandle<()>), tokio_postgres::Error> {
+    let (client, connection) = config.connect(NoTls).await?;
+    let task = async move {
+        if let Err(e) = connection.await {
+            tracing::warn!(error = %e, "a database connection failed");
+        }
+    };
+    let task = match on {
+        Some(handle) => handle.spawn(task),
+        None => tokio::spawn(task),
+    };
+    Ok((client, task))
+}
+
 /// The shared database.
 pub struct Db {
     /// The engine's own runtime: the synchronous engine calls (validation, the catalog, the
@@ -171,8 +215,11 @@ impl Db {
         if config.get_application_name().is_none() {
             config.application_name("pilotage sql/postgres");
         }
-        let manager =
-            Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let manager = Manager::from_connect(
+            config,
+            OnRuntime(runtime.handle().clone()),
+            ManagerConfig { recycling_method: RecyclingMethod::Fast },
+        );
         let pool = {
             let _in = runtime.enter();
             Pool::builder(manager)
@@ -288,15 +335,10 @@ impl Db {
         self.runtime.as_ref().expect("the runtime lives until the drop")
     }
 
-    /// A pooled connection; new connections run on the engine's runtime, whichever runtime
-    /// asks.
+    /// A pooled connection, taken on the asking runtime without a hand-off (new connections
+    /// are made and run on the engine's runtime, [`OnRuntime`]).
     pub async fn client(&self) -> Result<deadpool_postgres::Object, PgError> {
-        let pool = self.pool.clone();
-        match self.runtime().spawn(async move { pool.get().await }).await {
-            Ok(Ok(client)) => Ok(client),
-            Ok(Err(e)) => Err(PgError::other(format!("no database connection: {e}"))),
-            Err(e) => Err(PgError::other(format!("no database connection: {e}"))),
-        }
+        self.pool.get().await.map_err(|e| PgError::other(format!("no database connection: {e}")))
     }
 
     /// Run `work` with a pooled connection on the engine's runtime and wait for it: the
