@@ -75,18 +75,18 @@ pub type StdoutWriter = Box<dyn AsyncWrite + Send + Unpin>;
 pub fn process_stdio() -> (StdinReader, StdoutWriter) {
     use std::os::fd::AsFd;
     use tokio::net::unix::pipe;
-    // Outside a runtime there is no reactor to register a pipe with.
+    // Outside a runtime there is no reactor to register a pipe with (tokio would panic): the
+    // pipes are only tried inside one.
     let inside = tokio::runtime::Handle::try_current().is_ok();
-    let read: StdinReader =
-        match std::io::stdin().as_fd().try_clone_to_owned().map(pipe::Receiver::from_owned_fd) {
-            Ok(Ok(pipe)) if inside => Box::new(pipe),
-            _ => Box::new(tokio::io::stdin()),
-        };
-    let write: StdoutWriter =
-        match std::io::stdout().as_fd().try_clone_to_owned().map(pipe::Sender::from_owned_fd) {
-            Ok(Ok(pipe)) if inside => Box::new(pipe),
-            _ => Box::new(tokio::io::stdout()),
-        };
+    let own = |fd: std::os::fd::BorrowedFd<'_>| if inside { fd.try_clone_to_owned().ok() } else { None };
+    let read: StdinReader = match own(std::io::stdin().as_fd()).map(pipe::Receiver::from_owned_fd) {
+        Some(Ok(pipe)) => Box::new(pipe),
+        _ => Box::new(tokio::io::stdin()),
+    };
+    let write: StdoutWriter = match own(std::io::stdout().as_fd()).map(pipe::Sender::from_owned_fd) {
+        Some(Ok(pipe)) => Box::new(pipe),
+        _ => Box::new(tokio::io::stdout()),
+    };
     (read, write)
 }
 
@@ -439,5 +439,12 @@ mod tests {
         client.send("garbage").await;
         assert_eq!(client.receive().await["error"]["code"], -32700);
         client.finish().await.unwrap();
+    }
+
+    #[test]
+    fn the_process_stdio_outside_a_runtime_falls_back_without_a_panic() {
+        // A pipe needs a reactor: outside a runtime it is never tried (before, registering a
+        // piped stdin there panicked). Under `cargo test` stdin is a pipe or /dev/null.
+        let (_stdin, _stdout) = process_stdio();
     }
 }
