@@ -58,6 +58,7 @@ mod combined_server;
 mod combined_shared_tools;
 mod completeness;
 mod conformance;
+mod deferred_catalog;
 mod engine_bounds;
 mod execution_bounds;
 mod expansion;
@@ -92,6 +93,8 @@ mod long_runs;
 mod loop_duplex;
 mod loop_http;
 mod loop_stdio;
+#[cfg(feature = "postgres")]
+mod postgres_confirm;
 #[cfg(feature = "postgres")]
 mod postgres_load;
 #[cfg(feature = "postgres")]

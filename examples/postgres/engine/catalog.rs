@@ -99,10 +99,18 @@ pub async fn stamp(
     schema: &str,
     role: Option<&str>,
 ) -> Result<String, PgError> {
+    // Prepared once per connection and role: one round trip per call.
+    let statement = client.prepare_cached(&stamp_sql(schema, role)).await?;
+    let row = client.query_one(&statement, &[]).await?;
+    Ok(row.get::<_, Option<String>>(0).unwrap_or_default())
+}
+
+/// The query of [`stamp`]: one row, one text column.
+fn stamp_sql(schema: &str, role: Option<&str>) -> String {
     let role = role.map(ident).unwrap_or_else(|| "current_user".to_owned());
     let first = if matches!(schema, "pg_catalog" | "information_schema") { 0 } else { 16384 };
     let (schema, role) = (literal(schema), literal(&role));
-    let sql = format!(
+    format!(
         "WITH n AS (SELECT oid, xmin FROM pg_namespace WHERE nspname = {schema}), \
               r AS (SELECT c.oid, c.xmin FROM pg_class c JOIN n ON c.relnamespace = n.oid \
                  WHERE c.oid >= {first}) \
@@ -117,11 +125,25 @@ pub async fn stamp(
               (SELECT count(*) || ':' || coalesce(max(m.xmin::text::bigint), 0) FROM pg_auth_members m), \
               to_regrole({role})::oid::text, \
               (SELECT (rolsuper OR rolbypassrls)::text FROM pg_roles WHERE oid = to_regrole({role})))"
-    );
-    // Prepared once per connection and role: one round trip per call.
-    let statement = client.prepare_cached(&sql).await?;
-    let row = client.query_one(&statement, &[]).await?;
-    Ok(row.get::<_, Option<String>>(0).unwrap_or_default())
+    )
+}
+
+/// What a guard that finds the catalog moved raises: a cast of this text to an integer, which
+/// PostgreSQL refuses (SQLSTATE 22P02), aborting the transaction it runs in.
+pub const MOVED: &str = "pilotage: catalog moved since ";
+
+/// A statement that confirms, inside a run's transaction, that the catalog of `schema` as seen
+/// by `role` is still the one of stamp `kept` (the run's snapshot was kept, not proven current:
+/// see `pilotage::engine::confirm`): its one row when it is, else it fails (with [`MOVED`]) and
+/// so does every statement after it in the transaction. The failing branch is not a constant
+/// (PostgreSQL would fold a constant cast when planning), and catalogs read as the role are the
+/// ones read as the login role (PostgreSQL grants them to PUBLIC).
+pub fn guard_sql(schema: &str, role: Option<&str>, kept: &str) -> String {
+    format!(
+        "SELECT CASE WHEN ({}) = {} THEN 0 ELSE ('{MOVED}' || current_user)::int END",
+        stamp_sql(schema, role),
+        literal(kept)
+    )
 }
 
 /// `text` as an SQL string literal, whatever `standard_conforming_strings` says: `E'...'` with

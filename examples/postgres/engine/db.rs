@@ -137,6 +137,8 @@ pub struct Db {
     /// (role, catalog stamp, statement) that PostgreSQL prepared without error as that role at
     /// that stamp: validation's answer for them without a transaction.
     accepted: Mutex<HashSet<(String, String, String)>>,
+    /// Catalog stamps read so far (each a round trip before its request's work).
+    stamps: std::sync::atomic::AtomicU64,
 }
 
 impl Drop for Db {
@@ -239,6 +241,7 @@ impl Db {
             refused: Mutex::default(),
             catalogs: Mutex::default(),
             accepted: Mutex::default(),
+            stamps: Default::default(),
         };
         let name = schema.to_owned();
         let found = db.block(|c| async move {
@@ -297,6 +300,34 @@ impl Db {
             catalogs.clear();
         }
         catalogs.insert(key, (stamp, snapshot));
+    }
+
+    /// How many catalog stamps were read (each a round trip of its request before its work; a
+    /// run whose snapshot was kept reads none: its guard confirms it in its transaction).
+    #[allow(dead_code)] // read by the tests, which include this module (postgres_confirm.rs)
+    pub fn stamps_read(&self) -> u64 {
+        self.stamps.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// A catalog stamp is read.
+    pub fn reading_stamp(&self) {
+        self.stamps.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The snapshot kept for `role` (the one its latest catalog read found), not proven current.
+    pub fn kept_catalog(&self, role: Option<&str>) -> Option<Arc<CatalogSnapshot>> {
+        let catalogs = self.catalogs.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        catalogs.get(role.unwrap_or_default()).map(|(_, snap)| snap.clone())
+    }
+
+    /// The catalog stamp the snapshot of `version` kept for `role` was read at, if it is still
+    /// the one kept.
+    pub fn stamp_at(&self, role: Option<&str>, version: &str) -> Option<String> {
+        let catalogs = self.catalogs.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        catalogs
+            .get(role.unwrap_or_default())
+            .filter(|(_, kept)| kept.version() == version)
+            .map(|(s, _)| s.clone())
     }
 
     /// The catalog stamp `snapshot` was read at, when it is the snapshot kept for `role` (the one

@@ -21,10 +21,11 @@ use pilotage::prelude::*;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{CancelToken, NoTls};
 
+use super::catalog;
 use super::check::{self, Checked};
 use super::db::{Db, PgError};
 use super::placeholders::bind;
-use super::session::{Session, Tx};
+use super::session::{Session, Tx, MOVED_CODE};
 use super::values::{Cell, Text};
 use super::{PgCode, PgRisk, PgStatus};
 
@@ -211,6 +212,10 @@ pub async fn execute(db: &Arc<Db>, program: &Json, run: &mut Run<PgStatus>) -> F
     let mut v = Validation::<PgCode, PgRisk>::new(&request);
     let checked = check::analyzed(db, program, &mut v);
     if v.has_errors() {
+        if run.catalog_unconfirmed() {
+            // Against a kept snapshot that may be stale: admitted again against a current one.
+            return run.catalog_moved();
+        }
         return Finish::error("the program no longer validates against the database");
     }
     let mut names: Vec<String> = Vec::new();
@@ -227,6 +232,15 @@ pub async fn execute(db: &Arc<Db>, program: &Json, run: &mut Run<PgStatus>) -> F
     let role = match db.roles.of(run.caller()) {
         Ok(role) => role,
         Err(e) => return Finish::error(e.message),
+    };
+    // A snapshot the engine kept without its stamp's round trip is confirmed by a guard sent
+    // with the prologue: when it moved, nothing runs and the runtime tries again.
+    let confirm = match run.catalog().filter(|_| run.catalog_unconfirmed()) {
+        Some(snapshot) => match db.stamp_at(role.as_deref(), snapshot.version()) {
+            Some(kept) => Some(catalog::guard_sql(&db.schema, role.as_deref(), &kept)),
+            None => return run.catalog_moved(),
+        },
+        None => None,
     };
     // Dropped before it ends (the run's bound, the client gone), the session cancels its
     // statement on the server and closes its connection.
@@ -248,7 +262,7 @@ pub async fn execute(db: &Arc<Db>, program: &Json, run: &mut Run<PgStatus>) -> F
         .iter()
         .all(|c| !c.ddl && c.risk == PgRisk::Safe && c.refs.iter().all(|r| r.risk == PgRisk::Safe));
     // Begun by its prologue, sent with the first statement: one round trip for both.
-    let (tx, prologue) = match session.open(role.as_deref(), timeout, read_only).await {
+    let (tx, prologue) = match session.open(role.as_deref(), timeout, read_only, confirm.as_deref()).await {
         Ok(began) => began,
         Err(e) => return Finish::error(e.message),
     };
@@ -282,6 +296,9 @@ pub async fn execute(db: &Arc<Db>, program: &Json, run: &mut Run<PgStatus>) -> F
                     drop(step);
                     if tx.rollback().await.is_ok() {
                         session.ended();
+                    }
+                    if e.code == MOVED_CODE {
+                        return run.catalog_moved();
                     }
                     return Finish::error(e.message);
                 }

@@ -83,6 +83,9 @@ fn check_sql(privileged: bool) -> String {
     }
 }
 
+/// The code of a [`PgError`] that says a run's guard found the catalog moved: nothing ran.
+pub const MOVED_CODE: &str = "pilotage-moved";
+
 /// The prologue of a begun transaction, to send (see [`Session::start`]).
 pub struct Prologue {
     db: Arc<Db>,
@@ -90,6 +93,9 @@ pub struct Prologue {
     sql: String,
     /// [`check_sql`], prepared on the connection.
     check: tokio_postgres::Statement,
+    /// The catalog guard ([`super::catalog::guard_sql`]) of a run whose snapshot is not proven
+    /// current, prepared on the connection: sent after the check.
+    guard: Option<tokio_postgres::Statement>,
     pid: Arc<AtomicI32>,
     open: Arc<AtomicBool>,
     /// It begins the transaction itself ([`Session::open`]): refused, it leaves the transaction
@@ -141,9 +147,16 @@ impl Prologue {
                 who()
             ))
         };
-        // Both go out at once, the settings first: the check runs as the role they set.
-        let (set, checked) =
-            tokio::join!(client.batch_execute(&self.sql), client.query_opt(&self.check, &[]));
+        // All go out at once, the settings first: the check and the guard run as the role they
+        // set.
+        let guard = async {
+            match &self.guard {
+                Some(guard) => client.query_opt(guard, &[]).await.map(|_| ()),
+                None => Ok(()),
+            }
+        };
+        let (set, checked, guarded) =
+            tokio::join!(client.batch_execute(&self.sql), client.query_opt(&self.check, &[]), guard);
         let answer = match set.and(checked) {
             Ok(row) => row,
             Err(e) => {
@@ -171,7 +184,14 @@ impl Prologue {
         };
         self.pid.store(pid, Ordering::Relaxed);
         self.db.remember_refusal(role, None);
-        Ok(())
+        guarded.map_err(|e| {
+            let e = PgError::from(e);
+            if e.message.contains(super::catalog::MOVED) {
+                PgError { code: MOVED_CODE.to_owned(), ..e }
+            } else {
+                e
+            }
+        })
     }
 
     /// The prologue was refused: a `Transaction` the caller drops queues its own rollback, so
@@ -223,15 +243,21 @@ impl Session {
     }
 
     /// A transaction (no round trip) that the returned prologue begins, acting as `role` under
-    /// `timeout`, read only when `read_only`: the caller sends it with [`Prologue::check`]
+    /// `timeout`, read only when `read_only`, its catalog confirmed by `guard` (a
+    /// [`super::catalog::guard_sql`]) when given: the caller sends it with [`Prologue::check`]
     /// pipelined with its first statement, which fails when the prologue fails.
     pub async fn open(
         &mut self,
         role: Option<&str>,
         timeout: Duration,
         read_only: bool,
+        guard: Option<&str>,
     ) -> Result<(Tx<'_>, Prologue), PgError> {
-        let prologue = self.prologue(role, timeout, read_only, true).await?;
+        let mut prologue = self.prologue(role, timeout, read_only, true).await?;
+        if let Some(guard) = guard {
+            let client = self.client.as_ref().ok_or_else(|| PgError::other("the connection is closed"))?;
+            prologue.guard = Some(client.prepare_cached(guard).await?);
+        }
         let client = self.client.as_ref().ok_or_else(|| PgError::other("the connection is closed"))?;
         Ok((Tx { client }, prologue))
     }
@@ -258,7 +284,7 @@ impl Session {
         let check = client.prepare_cached(&check_sql(db.roles.allow_superuser)).await?;
         self.open.store(true, Ordering::Relaxed);
         let (role, pid, open) = (role.map(str::to_owned), self.pid.clone(), self.open.clone());
-        Ok(Prologue { sql, role, check, pid, open, db, begins })
+        Ok(Prologue { sql, role, check, guard: None, pid, open, db, begins })
     }
 
     /// End the open transaction after the answer: a task of the database's runtime sends its

@@ -9,6 +9,7 @@
 pub mod call;
 pub mod caller;
 pub mod catalog;
+pub mod confirm;
 pub mod finish;
 pub mod limits;
 pub mod memory;

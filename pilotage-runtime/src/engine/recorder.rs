@@ -45,6 +45,11 @@ pub(super) struct RecorderState {
     pub(super) progress: Option<Progress>,
     /// Time the engine reported its Run waited for a shared resource (`Run::waited`).
     pub(super) waited: Duration,
+    /// The Run's catalog snapshot is one the engine kept without proving it current
+    /// ([`super::confirm`]): the Run confirms it.
+    pub(super) unconfirmed: bool,
+    /// The Run found its unconfirmed snapshot moved before any step (`Run::catalog_moved`).
+    pub(super) moved: bool,
 }
 
 impl Recorder {
@@ -71,6 +76,8 @@ impl Recorder {
             started: false,
             progress: None,
             waited: Duration::ZERO,
+            unconfirmed: false,
+            moved: false,
         })))
     }
     pub(super) fn state(&self) -> MutexGuard<'_, RecorderState> {
@@ -134,6 +141,17 @@ impl Recorder {
     /// beyond the engine slot the runtime waited for (see `Run::waited`).
     pub fn waited(&self) -> Duration {
         self.state().waited
+    }
+    /// The Run's catalog snapshot was not proven current: the Run confirms it
+    /// (`Run::catalog_unconfirmed`).
+    pub fn unconfirmed(&self) {
+        self.state().unconfirmed = true;
+    }
+    /// Whether the Run found its unconfirmed catalog snapshot moved before any step: nothing
+    /// ran, and the program may be admitted again against a current snapshot.
+    pub fn moved(&self) -> bool {
+        let st = self.state();
+        st.moved && !st.started
     }
     /// Whether any step was recorded (the Run started).
     pub fn started(&self) -> bool {

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::caller::Caller;
 use super::catalog::CatalogSnapshot;
-use super::finish::Failure;
+use super::finish::{Failure, Finish};
 use super::recorder::{LoopFrame, Recorder, RecorderState};
 use super::step::{OpenStep, StepBuilder};
 use crate::model::closed_sets::{NoStatus, RunStatus};
@@ -163,6 +163,45 @@ impl<S: RunStatus> Run<S> {
     /// The caller's catalog snapshot.
     pub fn catalog(&self) -> Option<&CatalogSnapshot> {
         self.request.catalog.as_deref()
+    }
+    /// Whether [`Run::catalog`] may be a snapshot the engine kept without proving it current,
+    /// because its `catalog` method deferred that to the Run ([`defer_to_run`]). Such a Run
+    /// checks, before any step and atomically with its first effect (in the same transaction),
+    /// that the catalog is still the snapshot's; if it is not, it returns
+    /// [`Run::catalog_moved`] without doing anything.
+    ///
+    /// [`defer_to_run`]: super::confirm::defer_to_run
+    pub fn catalog_unconfirmed(&self) -> bool {
+        self.recorder.state().unconfirmed
+    }
+    /// The catalog is no longer the one of this Run's unconfirmed snapshot, found before any
+    /// step: the runtime takes a current snapshot, admits the program against it (validation,
+    /// `expected_catalog_version`) and runs it once more, with a snapshot proven current. The
+    /// returned finish is what the caller sees only where that cannot happen: the snapshot was
+    /// confirmed already ([`Run::catalog_unconfirmed`] is false), or a step was recorded.
+    ///
+    /// ```
+    /// use pilotage::engine::{ExecuteRequest, Failure, Recorder, Run};
+    /// use pilotage::prelude::*;
+    /// # let request = ExecuteRequest { run_id: "run_1".into(), program: std::sync::Arc::new(json!({})),
+    /// #     input: None, context: None, catalog: None, caller: pilotage::engine::Caller::new("anonymous"),
+    /// #     mode: pilotage::model::declaration::ExecutionMode::Immediate, test_run: false, promoted: Default::default() };
+    /// let recorder = Recorder::new(10);
+    /// let mut run: Run = Run::new(&request, recorder.clone());
+    /// // A snapshot the Run was not asked to confirm: moving it is the Run's own failure.
+    /// assert!(!run.catalog_unconfirmed());
+    /// assert_eq!(run.catalog_moved(), Finish::Failed(Failure::Error, "the catalog moved before the run began; validate the program again".into()));
+    /// assert!(!recorder.moved());
+    /// recorder.unconfirmed();
+    /// run.catalog_moved();
+    /// assert!(recorder.moved());
+    /// ```
+    pub fn catalog_moved(&mut self) -> Finish<S> {
+        let mut st = self.recorder.state();
+        if st.unconfirmed && !st.started {
+            st.moved = true;
+        }
+        Finish::error("the catalog moved before the run began; validate the program again")
     }
     /// Who is asking.
     pub fn caller(&self) -> &Caller {

@@ -113,20 +113,34 @@ impl Ctx<'_> {
         if !self.lang.effective.declares(Capability::Catalog) {
             return Ok(None);
         }
-        self.snapshot_of(promoted, LaneKind::Engine).await.map(Some)
+        self.snapshot_of(promoted, LaneKind::Engine, false).await.map(|(s, _)| Some(s))
+    }
+
+    /// [`Ctx::snapshot_given`] for an execute, whose Run may confirm it when `may_defer`: the
+    /// snapshot, and whether the engine deferred proving it current to the Run
+    /// ([`crate::engine::confirm`]).
+    pub async fn snapshot_for_run(
+        &self,
+        promoted: &[Arc<Promoted>],
+        may_defer: bool,
+    ) -> OpResult<Option<(Arc<CatalogSnapshot>, bool)>> {
+        if !self.lang.effective.declares(Capability::Catalog) {
+            return Ok(None);
+        }
+        self.snapshot_of(promoted, LaneKind::Engine, may_defer).await.map(Some)
     }
 
     /// The caller's current snapshot (catalog-bearing Languages).
     pub async fn snapshot_now(&self) -> OpResult<Arc<CatalogSnapshot>> {
         let promoted = self.promotions().await?;
-        self.snapshot_of(&promoted, LaneKind::Engine).await
+        self.snapshot_of(&promoted, LaneKind::Engine, false).await.map(|(s, _)| s)
     }
 
     /// [`Ctx::snapshot_now`] for a catalog look-up, which a flood of runs cannot starve: it
     /// takes a free engine slot, else waits in the look-up lane.
     pub async fn snapshot_to_look_up(&self) -> OpResult<Arc<CatalogSnapshot>> {
         let promoted = self.promotions().await?;
-        self.snapshot_of(&promoted, LaneKind::Lookup).await
+        self.snapshot_of(&promoted, LaneKind::Lookup, false).await.map(|(s, _)| s)
     }
 
     /// Who this operation's engine calls are made for, and in which lane of slots.
@@ -135,12 +149,14 @@ impl Ctx<'_> {
     }
 
     /// The engine's snapshot, an engine call like any other, plus the caller's promoted
-    /// programs `promoted`, remembered for `changed_since`.
+    /// programs `promoted`, remembered for `changed_since`; with whether the engine deferred
+    /// proving it current to the Run it is taken `for_run`.
     async fn snapshot_of(
         &self,
         promoted: &[Arc<Promoted>],
         kind: LaneKind,
-    ) -> OpResult<Arc<CatalogSnapshot>> {
+        for_run: bool,
+    ) -> OpResult<(Arc<CatalogSnapshot>, bool)> {
         let (engine, caller) = (self.engine(), self.session.caller.clone());
         // A snapshot is part of a validation, a run or a lookup: bounded like the shorter of
         // a validation and a tool call.
@@ -151,11 +167,14 @@ impl Ctx<'_> {
             limits.validate_time.min(limits.tool_time),
             self.lane(kind),
         );
-        let engine_snapshot = match call.run(move || engine.catalog_snapshot(&caller)).await {
-            Ok(found) => found.ok_or_else(no_snapshot)?,
+        let take = move || crate::engine::confirm::taking(for_run, || engine.catalog_snapshot(&caller));
+        let (engine_snapshot, deferred) = match call.run(take).await {
+            Ok((found, deferred)) => (found.ok_or_else(no_snapshot)?, deferred),
             Err(end) => return Err(call_failed(self, "the catalog snapshot", &call, end)),
         };
-        self.session.snapshot(self.index, engine_snapshot, promoted).await.map_err(store_failed)
+        let snapshot =
+            self.session.snapshot(self.index, engine_snapshot, promoted).await.map_err(store_failed)?;
+        Ok((snapshot, deferred))
     }
 
     /// An engine call bounded like a tool: `tool_time` and the Language's byte bounds.

@@ -48,6 +48,12 @@ impl From<ExecuteResponse> for Ran {
 }
 
 /// Run a well-formed request: a refusal (not started) or a started Run's response.
+///
+/// The first attempt takes a snapshot its Run may confirm ([`crate::engine::confirm`]): an
+/// engine may answer the snapshot it kept without a round trip to prove it current, and its
+/// Run proves it with its first statement. Where the Run found it moved before any step (or
+/// `expected_catalog_version` differs from it, or the program is refused against it), nothing
+/// ran: the second attempt takes a current snapshot and admits and runs the program against it.
 pub(crate) async fn run_checked(
     ctx: Ctx<'_>,
     args: &LoopArgs,
@@ -56,40 +62,101 @@ pub(crate) async fn run_checked(
 ) -> OpResult<Ran> {
     let run_id = watch.run_id.clone().unwrap_or_else(new_run_id);
     let promoted = ctx.promotions().await?;
-    let snapshot = ctx.snapshot_given(&promoted).await?;
-    if let (Some(expected), Some(snap)) = (str_arg(&args.rest, "expected_catalog_version"), &snapshot) {
-        if expected != snap.version() {
-            return Ok(
-                refused(run_id, Outcome::failure("catalog_drift", "catalog version mismatch"), None).into()
-            );
+    let attempt = Attempt { ctx, args, checked: &checked, watch, run_id: &run_id, promoted: &promoted };
+    match attempt.run(true).await? {
+        Some(ran) => Ok(ran),
+        None => match attempt.run(false).await? {
+            Some(ran) => Ok(ran),
+            // Not reached: a Run whose snapshot was proven current is never told it moved.
+            None => Ok(refused(
+                run_id,
+                Outcome::failure("catalog_drift", "the catalog moved as the run began"),
+                None,
+            )
+            .into()),
+        },
+    }
+}
+
+/// One attempt at running a well-formed request.
+struct Attempt<'a> {
+    ctx: Ctx<'a>,
+    args: &'a LoopArgs,
+    checked: &'a WellFormed<'a>,
+    watch: &'a Watch,
+    run_id: &'a str,
+    promoted: &'a [Arc<promotions::Promoted>],
+}
+
+/// What an attempt gave: a refusal or a started Run, or `None` when its unconfirmed snapshot
+/// was not the current catalog and nothing ran.
+type Tried = Option<Ran>;
+
+impl Attempt<'_> {
+    /// Steps 2-5 against a snapshot its Run may confirm (`may_defer`) or a current one.
+    async fn run(&self, may_defer: bool) -> OpResult<Tried> {
+        let (ctx, args, run_id) = (self.ctx, self.args, self.run_id.to_owned());
+        let (snapshot, deferred) = match ctx.snapshot_for_run(self.promoted, may_defer).await? {
+            Some((snapshot, deferred)) => (Some(snapshot), deferred),
+            None => (None, false),
+        };
+        if let (Some(expected), Some(snap)) = (str_arg(&args.rest, "expected_catalog_version"), &snapshot) {
+            if expected != snap.version() {
+                if deferred {
+                    return Ok(None);
+                }
+                let drift = Outcome::failure("catalog_drift", "catalog version mismatch");
+                return Ok(Some(refused(run_id, drift, None).into()));
+            }
         }
+        let (program, planned) = match admit(ctx, args, &self.checked.runnable, snapshot.clone()).await? {
+            Ok(admitted) => admitted,
+            // Refused against a snapshot that may be stale: judged again against a current one.
+            Err(_) if deferred => return Ok(None),
+            Err((outcome, diagnostics)) => return Ok(Some(refused(run_id, outcome, diagnostics).into())),
+        };
+        let request = ExecuteRequest {
+            run_id: run_id.clone(),
+            program,
+            input: args.input.clone(),
+            context: args.context.clone(),
+            promoted: Arc::new(promotions::bodies(self.promoted, snapshot.as_deref())),
+            catalog: snapshot,
+            caller: ctx.session.caller.clone(),
+            mode: self.checked.mode,
+            test_run: self.checked.test_run,
+        };
+        let limits = &ctx.lang.limits;
+        let lane = ctx.lane(crate::ops::slots::LaneKind::Engine);
+        let call = EngineCall::new(Work::Execute, limits, limits.execute_time, lane);
+        let recorder = Recorder::bounded(limits.max_steps, &call.bounds);
+        if deferred {
+            recorder.unconfirmed();
+        }
+        let watch = self.watch;
+        if let Some(started) = &watch.started {
+            started(&run_id, &recorder);
+        }
+        let ticks = watch.observe(&recorder, planned, limits.max_steps);
+        let engine = call_engine(ctx, &call, request, recorder.clone());
+        let ended = watch.around(&run_id, &recorder, ticks, engine).await?;
+        if recorder.moved() && !matches!(ended, Ended::Panicked) {
+            return Ok(None);
+        }
+        let ended =
+            if watch.cancelled() && !matches!(ended, Ended::Panicked) { Ended::Cancelled } else { ended };
+        finish(ctx, self.checked, run_id, ended, &recorder).map(Some)
     }
-    let (program, planned) = match admit(ctx, args, &checked.runnable, snapshot.clone()).await? {
-        Ok(admitted) => admitted,
-        Err((outcome, diagnostics)) => return Ok(refused(run_id, outcome, diagnostics).into()),
-    };
-    let request = ExecuteRequest {
-        run_id: run_id.clone(),
-        program,
-        input: args.input.clone(),
-        context: args.context.clone(),
-        promoted: Arc::new(promotions::bodies(&promoted, snapshot.as_deref())),
-        catalog: snapshot,
-        caller: ctx.session.caller.clone(),
-        mode: checked.mode,
-        test_run: checked.test_run,
-    };
-    let limits = &ctx.lang.limits;
-    let lane = ctx.lane(crate::ops::slots::LaneKind::Engine);
-    let call = EngineCall::new(Work::Execute, limits, limits.execute_time, lane);
-    let recorder = Recorder::bounded(limits.max_steps, &call.bounds);
-    if let Some(started) = &watch.started {
-        started(&run_id, &recorder);
-    }
-    let ticks = watch.observe(&recorder, planned, limits.max_steps);
-    let ended =
-        watch.around(&run_id, &recorder, ticks, call_engine(ctx, &call, request, recorder.clone())).await?;
-    let ended = if watch.cancelled() && !matches!(ended, Ended::Panicked) { Ended::Cancelled } else { ended };
+}
+
+/// A Run's end: its outcome, output and trace, and the record to keep.
+fn finish(
+    ctx: Ctx<'_>,
+    checked: &WellFormed<'_>,
+    run_id: String,
+    ended: Ended,
+    recorder: &Recorder,
+) -> OpResult<Ran> {
     let findings = recorder.input_findings();
     if !findings.is_empty() && !recorder.started() {
         return Ok(refused(
@@ -99,12 +166,12 @@ pub(crate) async fn run_checked(
         )
         .into());
     }
-    let (outcome, output) = classify(ctx, ended, &recorder, !findings.is_empty())?;
-    let stats = queue_stats(&recorder);
+    let (outcome, output) = classify(ctx, ended, recorder, !findings.is_empty())?;
+    let stats = queue_stats(recorder);
     // The steps are taken out of the recorder. A Run that is not kept gives them to its inline
     // trace; a kept one's record keeps them and the inline trace gets a copy.
     let steps = recorder.take_steps();
-    let keep = keeps(ctx, &checked);
+    let keep = keeps(ctx, checked);
     let (trace, kept) = split_trace(&run_id, steps, checked.effective_level, keep, &stats);
     let keep = kept.map(|steps| {
         let record = RunRecord {

@@ -1,0 +1,191 @@
+//! A catalog snapshot its Run confirms (`pilotage::engine::confirm`), through the in-process
+//! duplex transport: an engine that answers a run's snapshot from what it kept, without
+//! proving it current, and whose Run checks it before any step. Unchanged, runs read nothing;
+//! moved behind the server's back, the program is admitted again against a current snapshot
+//! and runs once; `expected_catalog_version` is judged against the current catalog; an engine
+//! that says "moved" of a snapshot it was not asked to confirm, or after a step, gets its own
+//! failure as the outcome.
+
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::support;
+
+use pilotage::engine::{Caller, CatalogSnapshot};
+use pilotage::model::catalog::CatalogEntry;
+use pilotage::model::risk::RiskHints;
+use pilotage::prelude::*;
+use serde_json::{json, Value};
+use support::Conn;
+
+#[allow(dead_code)] // declared, never reported
+#[derive(Clone, Copy, pilotage::Codes)]
+enum KeptCode {
+    NotWritable,
+}
+
+#[derive(Clone, Copy, pilotage::RiskLevels)]
+enum KeptRisk {
+    #[risk(read_only)]
+    Safe,
+}
+
+#[allow(dead_code)] // the entry's kind, written as its wire name
+#[derive(Clone, Copy, Debug, PartialEq, Eq, pilotage::EntryKinds)]
+enum KeptKind {
+    Table,
+}
+
+/// The world the catalog describes, and what the engine did.
+#[derive(Default)]
+struct World {
+    /// Moves the catalog (the description of its one entry) when it changes.
+    generation: AtomicU32,
+    /// Snapshots read from the world (proven current).
+    reads: AtomicUsize,
+    /// Runs that went past their check.
+    runs: AtomicUsize,
+    /// The snapshot read last.
+    kept: Mutex<Option<Arc<CatalogSnapshot>>>,
+}
+
+struct Kept(Arc<World>);
+
+/// The generation a snapshot describes.
+fn generation(snapshot: &CatalogSnapshot) -> u32 {
+    let description = snapshot.entries()[0].description.clone().unwrap_or_default();
+    description.trim_start_matches("generation ").parse().unwrap_or(u32::MAX)
+}
+
+#[pilotage::language(
+    name = "kept/v1", title = "A kept catalog", program = "program", locator = "json-pointer",
+    capabilities(guides, catalog, validate, plan, execute), execution = "immediate", trace = "full",
+    retention = "none", guides = "examples/sql/guides", codes = KeptCode, risk = KeptRisk,
+    kinds = KeptKind, catalog = catalog_snapshot,
+)]
+impl Kept {
+    #[loop_tool(validate, name = "validate_kept")]
+    fn validate(&self, _program: &Json, v: &mut Validation<KeptCode, KeptRisk>) {
+        v.step("go", KeptRisk::Safe);
+    }
+
+    #[loop_tool(execute, name = "run_kept", no_input)]
+    async fn run(&self, program: &Json, run: &mut Run) -> Finish {
+        if program["step_first"] == true {
+            run.step("early").succeeded();
+        }
+        let seen = run.catalog().map(generation).unwrap_or(u32::MAX);
+        let moved = seen != self.0.generation.load(Ordering::SeqCst);
+        if program["always_moved"] == true || (run.catalog_unconfirmed() && moved) {
+            return run.catalog_moved();
+        }
+        self.0.runs.fetch_add(1, Ordering::SeqCst);
+        run.step("go").succeeded();
+        Finish::output(json!({"generation": seen, "confirmed": !run.catalog_unconfirmed()}))
+    }
+
+    fn catalog_snapshot(&self, _caller: &Caller) -> Arc<CatalogSnapshot> {
+        let mut kept = self.0.kept.lock().unwrap();
+        if let Some(snapshot) = kept.clone() {
+            if pilotage::engine::confirm::defer_to_run() {
+                return snapshot;
+            }
+        }
+        self.0.reads.fetch_add(1, Ordering::SeqCst);
+        let entry = CatalogEntry {
+            id: "thing".into(),
+            kind: "table".into(),
+            name: "thing".into(),
+            description: Some(format!("generation {}", self.0.generation.load(Ordering::SeqCst))),
+            input_schema: None,
+            output_schema: None,
+            risk: "safe".into(),
+            risk_hints: RiskHints::READ_ONLY,
+            tags: Vec::new(),
+            languages: None,
+            revision: None,
+        };
+        let snapshot = Arc::new(CatalogSnapshot::new(vec![entry]));
+        *kept = Some(snapshot.clone());
+        snapshot
+    }
+}
+
+async fn serve() -> (Arc<World>, Conn) {
+    let world = Arc::new(World::default());
+    let engine = world.clone();
+    let server = pilotage::Server::builder()
+        .name("deferred", "0")
+        .language(move || Kept(engine.clone()))
+        .build()
+        .expect("the server builds");
+    let mut conn = Conn::duplex(&server);
+    conn.initialize(true).await;
+    (world, conn)
+}
+
+async fn run(conn: &mut Conn, args: Value) -> Value {
+    conn.call_ok("run_kept", args).await
+}
+
+#[tokio::test]
+async fn runs_of_a_kept_snapshot_read_nothing_and_a_moved_one_is_admitted_again_once() {
+    let (world, mut conn) = serve().await;
+    let v = conn.call_ok("validate_kept", json!({"program": {}})).await;
+    assert_eq!(v["valid"], true, "{v}");
+    let version = v["catalog_version"].clone();
+    assert_eq!(world.reads.load(Ordering::SeqCst), 1);
+    for _ in 0..3 {
+        let ran = run(&mut conn, json!({"program": {}})).await;
+        assert_eq!(ran["output"], json!({"generation": 0, "confirmed": false}), "{ran}");
+    }
+    assert_eq!(world.reads.load(Ordering::SeqCst), 1, "the runs confirmed the kept snapshot themselves");
+
+    // Moved behind the server's back: the first attempt stops before any step, the second
+    // reads the current catalog and runs (once).
+    world.generation.store(1, Ordering::SeqCst);
+    let ran = run(&mut conn, json!({"program": {}})).await;
+    assert_eq!(ran["output"], json!({"generation": 1, "confirmed": true}), "{ran}");
+    assert_eq!(ran["trace"]["steps"].as_array().map(Vec::len), Some(1), "{ran}");
+    assert_eq!((world.reads.load(Ordering::SeqCst), world.runs.load(Ordering::SeqCst)), (2, 4));
+
+    // The version validated at generation 0 is judged against the current catalog.
+    world.generation.store(2, Ordering::SeqCst);
+    let drift = run(&mut conn, json!({"program": {}, "expected_catalog_version": version})).await;
+    assert_eq!(
+        drift["outcome"],
+        json!({"ok": false, "status": "catalog_drift", "error": "catalog version mismatch"})
+    );
+    assert_eq!((world.reads.load(Ordering::SeqCst), world.runs.load(Ordering::SeqCst)), (3, 4));
+    // A version the caller holds is accepted when it is the current catalog's, though the
+    // kept snapshot differs from it.
+    let two = conn.call_ok("validate_kept", json!({"program": {}})).await["catalog_version"].clone();
+    world.generation.store(3, Ordering::SeqCst);
+    let three = conn.call_ok("validate_kept", json!({"program": {}})).await["catalog_version"].clone();
+    assert_ne!(two, three);
+    world.generation.store(2, Ordering::SeqCst);
+    let ran = run(&mut conn, json!({"program": {}, "expected_catalog_version": two})).await;
+    assert_eq!(ran["output"], json!({"generation": 2, "confirmed": true}), "{ran}");
+    assert_eq!((world.reads.load(Ordering::SeqCst), world.runs.load(Ordering::SeqCst)), (6, 5));
+}
+
+#[tokio::test]
+async fn moved_said_of_a_confirmed_snapshot_or_after_a_step_is_the_runs_own_failure() {
+    let (world, mut conn) = serve().await;
+    let error = "the catalog moved before the run began; validate the program again";
+    // Without a kept snapshot, a run's snapshot is read current: moved is its own failure.
+    let ran = run(&mut conn, json!({"program": {"always_moved": true}})).await;
+    assert_eq!(ran["outcome"], json!({"ok": false, "status": "error", "error": error}), "{ran}");
+    assert_eq!(world.reads.load(Ordering::SeqCst), 1);
+    // Said every time: the first attempt is admitted again, the second's answer is the caller's.
+    let ran = run(&mut conn, json!({"program": {"always_moved": true}})).await;
+    assert_eq!(ran["outcome"], json!({"ok": false, "status": "error", "error": error}), "{ran}");
+    assert_eq!(world.reads.load(Ordering::SeqCst), 2, "the kept snapshot unconfirmed, then one current");
+    // After a step, nothing is run again: the step stays in the trace.
+    let ran = run(&mut conn, json!({"program": {"always_moved": true, "step_first": true}})).await;
+    assert_eq!(ran["outcome"], json!({"ok": false, "status": "error", "error": error}), "{ran}");
+    assert_eq!(ran["trace"]["steps"][0]["id"], "early", "{ran}");
+    assert_eq!(ran["trace"]["steps"].as_array().map(Vec::len), Some(1), "{ran}");
+    assert_eq!(world.reads.load(Ordering::SeqCst), 2, "no second attempt");
+    assert_eq!(world.runs.load(Ordering::SeqCst), 0);
+}
