@@ -1,7 +1,7 @@
 //! The execute side an engine writes to (Part II §6.5): the typed [`Run`] sink and the
-//! [`Finish`](super::Finish) an execute method ends with.
+//! [`Finish`] an execute method ends with.
 //!
-//! An engine records each executed step through [`Run`] and ends with a [`Finish`](super::Finish); the runtime
+//! An engine records each executed step through [`Run`] and ends with a [`Finish`]; the runtime
 //! owns everything else: run ids, the processing order, `ok` and `error` (derived from the
 //! status, so `error` is null exactly when `ok`), trace levels, identities of loop iterations,
 //! storage.
@@ -76,7 +76,7 @@ pub struct SubprogramHandle {
 /// set; step identities inside loops are qualified with `#n` automatically.
 ///
 /// An execute method records each step as it runs it ([`Run::step`] gives a
-/// [`StepBuilder`]) and answers a [`Finish`](super::Finish); a long loop
+/// [`StepBuilder`]) and answers a [`Finish`]; a long loop
 /// that records nothing checks [`Run::is_cancelled`], since the Run turns inert once the
 /// deadline, the byte budget or the client's cancellation fires:
 ///
