@@ -8,6 +8,7 @@
 
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use crate::support;
 
@@ -76,6 +77,13 @@ impl Kept {
         }
         let seen = run.catalog().map(generation).unwrap_or(u32::MAX);
         let moved = seen != self.0.generation.load(Ordering::SeqCst);
+        // Time the first attempt spends (before it finds the catalog moved), then the second.
+        let spend = |key: &str| Duration::from_millis(program[key].as_u64().unwrap_or(0));
+        if run.catalog_unconfirmed() {
+            tokio::time::sleep(spend("first_ms")).await;
+        } else {
+            tokio::time::sleep(spend("then_ms")).await;
+        }
         if program["always_moved"] == true || (run.catalog_unconfirmed() && moved) {
             return run.catalog_moved();
         }
@@ -112,11 +120,16 @@ impl Kept {
 }
 
 async fn serve() -> (Arc<World>, Conn) {
+    serve_within(pilotage::engine::Limits::default()).await
+}
+
+async fn serve_within(limits: pilotage::engine::Limits) -> (Arc<World>, Conn) {
     let world = Arc::new(World::default());
     let engine = world.clone();
     let server = pilotage::Server::builder()
         .name("deferred", "0")
         .language(move || Kept(engine.clone()))
+        .limits(limits)
         .build()
         .expect("the server builds");
     let mut conn = Conn::duplex(&server);
@@ -188,4 +201,29 @@ async fn moved_said_of_a_confirmed_snapshot_or_after_a_step_is_the_runs_own_fail
     assert_eq!(ran["trace"]["steps"].as_array().map(Vec::len), Some(1), "{ran}");
     assert_eq!(world.reads.load(Ordering::SeqCst), 2, "no second attempt");
     assert_eq!(world.runs.load(Ordering::SeqCst), 0);
+}
+
+/// Both attempts share one run bound: the second gets what the first left of it, not a bound
+/// of its own (a request answers within `execute_time` of its engine calls, however often the
+/// catalog moved).
+#[tokio::test]
+async fn the_second_attempt_runs_within_what_the_first_left_of_the_bound() {
+    let limits = pilotage::engine::Limits { execute_time: Duration::from_millis(1000), ..Default::default() };
+    let (world, mut conn) = serve_within(limits).await;
+    let v = conn.call_ok("validate_kept", json!({"program": {}})).await;
+    assert_eq!(v["valid"], true, "{v}");
+    // Each attempt alone fits in the bound; the two together do not.
+    world.generation.store(1, Ordering::SeqCst);
+    let ran = run(&mut conn, json!({"program": {"first_ms": 600, "then_ms": 600}})).await;
+    assert_eq!(
+        ran["outcome"],
+        json!({"ok": false, "status": "partial", "error": "execution exceeded its time bound of 1s"}),
+        "{ran}"
+    );
+    assert_eq!(world.runs.load(Ordering::SeqCst), 0);
+    // Within the bound together, the second attempt runs.
+    world.generation.store(2, Ordering::SeqCst);
+    let ran = run(&mut conn, json!({"program": {"first_ms": 300, "then_ms": 300}})).await;
+    assert_eq!(ran["output"], json!({"generation": 2, "confirmed": true}), "{ran}");
+    assert_eq!(world.runs.load(Ordering::SeqCst), 1);
 }

@@ -284,8 +284,19 @@ impl Db {
 
     /// The snapshot of `role` read at `stamp`, if it is the one kept.
     pub fn cached_catalog(&self, role: Option<&str>, stamp: &str) -> Option<Arc<CatalogSnapshot>> {
+        self.kept_where(role, |s, _| s == stamp).map(|(_, snap)| snap)
+    }
+
+    /// The stamp and snapshot kept for `role`, when `keep` says they are the ones wanted: the one
+    /// look-up of the kept catalogs every other is made of.
+    fn kept_where(
+        &self,
+        role: Option<&str>,
+        keep: impl FnOnce(&str, &Arc<CatalogSnapshot>) -> bool,
+    ) -> Option<(String, Arc<CatalogSnapshot>)> {
         let catalogs = self.catalogs.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        catalogs.get(role.unwrap_or_default()).filter(|(s, _)| s == stamp).map(|(_, snap)| snap.clone())
+        let (stamp, snap) = catalogs.get(role.unwrap_or_default())?;
+        keep(stamp, snap).then(|| (stamp.clone(), snap.clone()))
     }
 
     /// Keep `snapshot`, read as `role` at `stamp`. A stamp that moved (DDL, GRANT, REVOKE,
@@ -316,28 +327,19 @@ impl Db {
 
     /// The snapshot kept for `role` (the one its latest catalog read found), not proven current.
     pub fn kept_catalog(&self, role: Option<&str>) -> Option<Arc<CatalogSnapshot>> {
-        let catalogs = self.catalogs.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        catalogs.get(role.unwrap_or_default()).map(|(_, snap)| snap.clone())
+        self.kept_where(role, |_, _| true).map(|(_, snap)| snap)
     }
 
     /// The catalog stamp the snapshot of `version` kept for `role` was read at, if it is still
     /// the one kept.
     pub fn stamp_at(&self, role: Option<&str>, version: &str) -> Option<String> {
-        let catalogs = self.catalogs.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        catalogs
-            .get(role.unwrap_or_default())
-            .filter(|(_, kept)| kept.version() == version)
-            .map(|(s, _)| s.clone())
+        self.kept_where(role, |_, kept| kept.version() == version).map(|(stamp, _)| stamp)
     }
 
     /// The catalog stamp `snapshot` was read at, when it is the snapshot kept for `role` (the one
     /// its latest catalog read found): a request's snapshot, read just before its validation.
     pub fn stamp_of(&self, role: Option<&str>, snapshot: &Arc<CatalogSnapshot>) -> Option<String> {
-        let catalogs = self.catalogs.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        catalogs
-            .get(role.unwrap_or_default())
-            .filter(|(_, kept)| Arc::ptr_eq(kept, snapshot))
-            .map(|(s, _)| s.clone())
+        self.kept_where(role, |_, kept| Arc::ptr_eq(kept, snapshot)).map(|(stamp, _)| stamp)
     }
 
     /// Whether PostgreSQL prepared `sql` without error as `role` at catalog `stamp`.

@@ -103,6 +103,15 @@ pub struct Prologue {
     begins: bool,
 }
 
+/// Who begins a prologue's transaction.
+#[derive(Clone, Copy)]
+enum Begun<'a> {
+    /// tokio-postgres's `Transaction`, awaited before the prologue ([`Session::start`]).
+    ByClient,
+    /// The prologue itself, followed by its catalog guard when given ([`Session::open`]).
+    ByPrologue { guard: Option<&'a str> },
+}
+
 /// A transaction that its prologue begins ([`Session::open`]). Statements go to the connection
 /// as in any transaction; it ends with [`Tx::commit`] or [`Tx::rollback`] (then
 /// [`Session::ended`]), or with [`Session::roll_back_later`], or with the session's drop, which
@@ -237,7 +246,7 @@ impl Session {
         timeout: Duration,
         read_only: bool,
     ) -> Result<(Transaction<'_>, Prologue), PgError> {
-        let prologue = self.prologue(role, timeout, read_only, false).await?;
+        let prologue = self.prologue(role, timeout, read_only, Begun::ByClient).await?;
         let client = self.client.as_mut().ok_or_else(|| PgError::other("the connection is closed"))?;
         Ok((client.transaction().await?, prologue))
     }
@@ -253,28 +262,26 @@ impl Session {
         read_only: bool,
         guard: Option<&str>,
     ) -> Result<(Tx<'_>, Prologue), PgError> {
-        let mut prologue = self.prologue(role, timeout, read_only, true).await?;
-        if let Some(guard) = guard {
-            let client = self.client.as_ref().ok_or_else(|| PgError::other("the connection is closed"))?;
-            prologue.guard = Some(client.prepare_cached(guard).await?);
-        }
+        let prologue = self.prologue(role, timeout, read_only, Begun::ByPrologue { guard }).await?;
         let client = self.client.as_ref().ok_or_else(|| PgError::other("the connection is closed"))?;
         Ok((Tx { client }, prologue))
     }
 
     /// The prologue of a transaction about to begin (see [`Session::start`] and
-    /// [`Session::open`]), its check prepared (a round trip the first time on a connection),
-    /// the connection's statement cache kept within its bound.
+    /// [`Session::open`]), its check and guard
+    /// prepared (a round trip the first time on a connection) before the session counts as
+    /// open, so that a failed prepare leaves the connection poolable; the connection's
+    /// statement cache kept within its bound.
     async fn prologue(
         &mut self,
         role: Option<&str>,
         timeout: Duration,
         read_only: bool,
-        begins: bool,
+        begun: Begun<'_>,
     ) -> Result<Prologue, PgError> {
         let db = self.db.clone();
         let mut sql = prologue(&db.schema, role, timeout, read_only);
-        if begins {
+        if let Begun::ByPrologue { .. } = begun {
             sql.insert_str(0, "START TRANSACTION; ");
         }
         let client = self.client.as_ref().ok_or_else(|| PgError::other("the connection is closed"))?;
@@ -282,9 +289,22 @@ impl Session {
             client.statement_cache.clear();
         }
         let check = client.prepare_cached(&check_sql(db.roles.allow_superuser)).await?;
+        let guard = match begun {
+            Begun::ByPrologue { guard: Some(guard) } => Some(client.prepare_cached(guard).await?),
+            _ => None,
+        };
         self.open.store(true, Ordering::Relaxed);
         let (role, pid, open) = (role.map(str::to_owned), self.pid.clone(), self.open.clone());
-        Ok(Prologue { sql, role, check, guard: None, pid, open, db, begins })
+        Ok(Prologue {
+            sql,
+            role,
+            check,
+            guard,
+            pid,
+            open,
+            db,
+            begins: matches!(begun, Begun::ByPrologue { .. }),
+        })
     }
 
     /// End the open transaction after the answer: a task of the database's runtime sends its

@@ -3,7 +3,7 @@
 //! then the bounded engine call, the outcome, retention and the inline trace.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -53,7 +53,8 @@ impl From<ExecuteResponse> for Ran {
 /// engine may answer the snapshot it kept without a round trip to prove it current, and its
 /// Run proves it with its first statement. Where the Run found it moved before any step (or
 /// `expected_catalog_version` differs from it, or the program is refused against it), nothing
-/// ran: the second attempt takes a current snapshot and admits and runs the program against it.
+/// ran: the second attempt takes a current snapshot and admits and runs the program against it,
+/// within what the first left of the run's time bound (one bound for the request, not two).
 pub(crate) async fn run_checked(
     ctx: Ctx<'_>,
     args: &LoopArgs,
@@ -63,12 +64,12 @@ pub(crate) async fn run_checked(
     let run_id = watch.run_id.clone().unwrap_or_else(new_run_id);
     let promoted = ctx.promotions().await?;
     let attempt = Attempt { ctx, args, checked: &checked, watch, run_id: &run_id, promoted: &promoted };
-    match attempt.run(true).await? {
-        Some(ran) => Ok(ran),
-        None => match attempt.run(false).await? {
-            Some(ran) => Ok(ran),
+    match attempt.run(true, ctx.lang.limits.execute_time).await? {
+        Ok(ran) => Ok(ran),
+        Err(Moved { left }) => match attempt.run(false, left).await? {
+            Ok(ran) => Ok(ran),
             // Not reached: a Run whose snapshot was proven current is never told it moved.
-            None => Ok(refused(
+            Err(Moved { .. }) => Ok(refused(
                 run_id,
                 Outcome::failure("catalog_drift", "the catalog moved as the run began"),
                 None,
@@ -88,13 +89,21 @@ struct Attempt<'a> {
     promoted: &'a [Arc<promotions::Promoted>],
 }
 
-/// What an attempt gave: a refusal or a started Run, or `None` when its unconfirmed snapshot
+/// What an attempt gave: a refusal or a started Run, or [`Moved`] when its unconfirmed snapshot
 /// was not the current catalog and nothing ran.
-type Tried = Option<Ran>;
+type Tried = Result<Ran, Moved>;
+
+/// An attempt whose snapshot was not the current catalog: nothing ran.
+struct Moved {
+    /// What is left of the run's time bound (the time the attempt's engine call took is spent).
+    left: Duration,
+}
 
 impl Attempt<'_> {
-    /// Steps 2-5 against a snapshot its Run may confirm (`may_defer`) or a current one.
-    async fn run(&self, may_defer: bool) -> OpResult<Tried> {
+    /// Steps 2-5 against a snapshot its Run may confirm (`may_defer`) or a current one, the
+    /// engine call bounded by `time`.
+    async fn run(&self, may_defer: bool, time: Duration) -> OpResult<Tried> {
+        let moved = Moved { left: time };
         let (ctx, args, run_id) = (self.ctx, self.args, self.run_id.to_owned());
         let (snapshot, deferred) = match ctx.snapshot_for_run(self.promoted, may_defer).await? {
             Some((snapshot, deferred)) => (Some(snapshot), deferred),
@@ -103,17 +112,17 @@ impl Attempt<'_> {
         if let (Some(expected), Some(snap)) = (str_arg(&args.rest, "expected_catalog_version"), &snapshot) {
             if expected != snap.version() {
                 if deferred {
-                    return Ok(None);
+                    return Ok(Err(moved));
                 }
                 let drift = Outcome::failure("catalog_drift", "catalog version mismatch");
-                return Ok(Some(refused(run_id, drift, None).into()));
+                return Ok(Ok(refused(run_id, drift, None).into()));
             }
         }
         let (program, planned) = match admit(ctx, args, &self.checked.runnable, snapshot.clone()).await? {
             Ok(admitted) => admitted,
             // Refused against a snapshot that may be stale: judged again against a current one.
-            Err(_) if deferred => return Ok(None),
-            Err((outcome, diagnostics)) => return Ok(Some(refused(run_id, outcome, diagnostics).into())),
+            Err(_) if deferred => return Ok(Err(moved)),
+            Err((outcome, diagnostics)) => return Ok(Ok(refused(run_id, outcome, diagnostics).into())),
         };
         let request = ExecuteRequest {
             run_id: run_id.clone(),
@@ -128,7 +137,7 @@ impl Attempt<'_> {
         };
         let limits = &ctx.lang.limits;
         let lane = ctx.lane(crate::ops::slots::LaneKind::Engine);
-        let call = EngineCall::new(Work::Execute, limits, limits.execute_time, lane);
+        let call = EngineCall::new(Work::Execute, limits, time, lane);
         let recorder = Recorder::bounded(limits.max_steps, &call.bounds);
         if deferred {
             recorder.unconfirmed();
@@ -141,11 +150,14 @@ impl Attempt<'_> {
         let engine = call_engine(ctx, &call, request, recorder.clone());
         let ended = watch.around(&run_id, &recorder, ticks, engine).await?;
         if recorder.moved() && !matches!(ended, Ended::Panicked) {
-            return Ok(None);
+            // The call's time was charged from its start (after any wait for a slot).
+            let left =
+                call.bounds.signal.deadline().map_or(time, |d| d.saturating_duration_since(Instant::now()));
+            return Ok(Err(Moved { left }));
         }
         let ended =
             if watch.cancelled() && !matches!(ended, Ended::Panicked) { Ended::Cancelled } else { ended };
-        finish(ctx, self.checked, run_id, ended, &recorder).map(Some)
+        finish(ctx, self.checked, run_id, ended, &recorder).map(Ok)
     }
 }
 
