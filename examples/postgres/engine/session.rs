@@ -43,7 +43,12 @@ pub struct Session {
 
 /// What a prologue that refuses its role raises: a cast of this text (and the role's name) to
 /// an integer, which PostgreSQL refuses (SQLSTATE 22P02), aborting the transaction.
-const REFUSED: &str = "pilotage: refused role ";
+macro_rules! refused {
+    () => {
+        "pilotage: refused role "
+    };
+}
+const REFUSED: &str = refused!();
 
 /// The prologue of a transaction acting as `role` (`None`: the login role) on `schema` under
 /// `timeout`, `READ ONLY` when `read_only`: the settings, sent in one simple query, followed by
@@ -71,14 +76,16 @@ fn prologue(schema: &str, role: Option<&str>, timeout: Duration, read_only: bool
 /// behind the prologue without anything running as such a role. Prepared once per connection:
 /// sent as text with the settings, it was planned again on every transaction (0.1-0.2 ms of
 /// PostgreSQL's time, over the `pg_roles` view).
-fn check_sql(privileged: bool) -> String {
+fn check_sql(privileged: bool) -> &'static str {
     if privileged {
-        "SELECT pg_backend_pid()".to_owned()
+        "SELECT pg_backend_pid()"
     } else {
         // Fail closed on the server: no row for a role that is not plainly unprivileged raises.
-        format!(
-            "SELECT coalesce((SELECT pg_backend_pid() FROM pg_roles WHERE rolname = current_user \
-             AND NOT (rolsuper OR rolbypassrls)), ('{REFUSED}' || current_user)::int)"
+        concat!(
+            "SELECT coalesce((SELECT pg_backend_pid() FROM pg_roles WHERE rolname = current_user ",
+            "AND NOT (rolsuper OR rolbypassrls)), ('",
+            refused!(),
+            "' || current_user)::int)"
         )
     }
 }
@@ -288,7 +295,7 @@ impl Session {
         if client.statement_cache.size() > MAX_CACHED_STATEMENTS {
             client.statement_cache.clear();
         }
-        let check = client.prepare_cached(&check_sql(db.roles.allow_superuser)).await?;
+        let check = client.prepare_cached(check_sql(db.roles.allow_superuser)).await?;
         let guard = match begun {
             Begun::ByPrologue { guard: Some(guard) } => Some(client.prepare_cached(guard).await?),
             _ => None,
