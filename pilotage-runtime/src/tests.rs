@@ -685,16 +685,24 @@ fn session_run_stores_evict_the_oldest_past_their_caps() {
     }
     assert!(by_count.get("r1").is_none() && by_count.get("r2").is_some() && by_count.get("r3").is_some());
     assert_eq!(by_count.held().0, 2);
-    let size = crate::engine::call::json_size(&record("r1", &"x".repeat(100)));
+    // A record's size is the memory it holds: its text's length counts once, its value more.
+    let probe = MemoryRunStore::bounded(100, usize::MAX);
+    probe.put(record("r1", &"x".repeat(100)), std::time::Duration::MAX).unwrap();
+    let size = probe.held().1;
+    assert!(size > crate::engine::call::json_size(&record("r1", &"x".repeat(100))), "{size}");
     let by_bytes = MemoryRunStore::bounded(100, 2 * size);
     for id in ["r1", "r2", "r3"] {
         by_bytes.put(record(id, &"x".repeat(100)), std::time::Duration::MAX).unwrap();
     }
     assert_eq!(by_bytes.held(), (2, 2 * size));
     assert!(by_bytes.get("r1").is_none());
-    let too_big = by_bytes.put(record("r4", &"x".repeat(10 * size)), std::time::Duration::MAX);
-    assert!(too_big.is_err(), "a record larger than the whole bound is not kept");
-    assert!(by_bytes.get("r3").is_some(), "and evicts nothing");
+    // A record larger than the whole bound is kept alone (its Run's budget bounded it).
+    by_bytes.put(record("r4", &"x".repeat(10 * size)), std::time::Duration::MAX).unwrap();
+    assert!(by_bytes.get("r4").is_some() && by_bytes.get("r3").is_none() && by_bytes.get("r2").is_none());
+    assert_eq!(by_bytes.held().0, 1);
+    by_bytes.put(record("r5", &"x".repeat(100)), std::time::Duration::MAX).unwrap();
+    assert_eq!(by_bytes.held(), (1, size), "the next record evicts it");
+    assert!(by_bytes.get("r5").is_some());
 }
 
 /// A finished run of owner `o` without output, as the store tests keep it.

@@ -423,3 +423,36 @@ async fn engine_slots_times_the_run_bound_holds_in_resident_memory() {
     let listed = conns[0].tools_list().await;
     assert!(!listed.is_empty());
 }
+
+/// The runs a session keeps (`"session"` retention, `Limits::max_retained_bytes`, 16 MiB) are
+/// bounded in resident memory, not in the length of their text: 150 runs each keeping about
+/// 66 KB of text (a thousand small objects as a step's output and as the run's output), about
+/// ten times that in memory, leave the server at most the bound and a margin above its size
+/// after the first run, and the oldest evicted. (Counted as text, all 150 were kept.)
+#[tokio::test]
+async fn the_runs_a_session_keeps_are_bounded_in_resident_memory() {
+    let mut server = Capped::start("workflow", &[]).await;
+    let rows: Vec<Value> = (0..1_000).map(|i| json!({"id": i, "name": format!("customer {i}")})).collect();
+    let program = json!({"steps": [{"id": "rows", "kind": "set", "value": rows}],
+                         "output": {"rows": "$.steps.rows.output"}});
+    let (mut first, mut ids) = (0, Vec::new());
+    for run in 0..150 {
+        let (ran, _) = server.call("run_workflow", json!({"workflow": program})).await;
+        assert_eq!(ran["outcome"]["status"], "success", "{}", ran["outcome"]);
+        ids.push(ran["run_id"].clone());
+        if run == 0 {
+            first = resident(server.pid()).1;
+        }
+    }
+    // The oldest runs were evicted; the latest is kept whole.
+    let (oldest, _) = server.call("trace_run", json!({"run_id": ids[0]})).await;
+    assert_eq!(oldest["error"]["kind"], "not_found", "the oldest run is still kept");
+    let (latest, _) = server.call("trace_run", json!({"run_id": ids[149]})).await;
+    assert_eq!(latest["output"]["rows"].as_array().map(Vec::len), Some(1_000));
+    let (peak, now) = resident(server.pid());
+    let bound = 16usize << 20;
+    eprintln!("after one run {} MiB; after 150: {} MiB, peak {} MiB", first >> 20, now >> 20, peak >> 20);
+    // The margin: the allocator's free but unreturned memory, and a call's transient copies.
+    assert!(now <= first + bound + (24 << 20), "after one run {first}, after 150 {now}");
+    server.assert_alive().await;
+}

@@ -21,8 +21,9 @@ pub const VALUE_SLOT: usize = size_of::<Value>();
 /// hash, key and value).
 const MEMBER_SLOT: usize = size_of::<usize>() + size_of::<String>() + VALUE_SLOT;
 
-/// Bytes the allocator adds to a block of `n` bytes: its header and the rounding to 16.
-fn block(n: usize) -> usize {
+/// Bytes a heap block of `n` bytes takes: `n` with the allocator's header and the rounding to
+/// 16 (0 for no block).
+pub(crate) fn block(n: usize) -> usize {
     if n == 0 {
         0
     } else {
@@ -48,6 +49,27 @@ fn index_block(len: usize) -> usize {
 /// costs the server.
 pub fn value_memory(v: &Value) -> usize {
     VALUE_SLOT.saturating_add(tree(v))
+}
+
+/// Bytes one trace step holds in memory: its entry, its strings, its input and output and its
+/// decisions. What a Run is charged for each step it records, and what a kept record counts
+/// for it (`RunRecord::memory`, in the state room), so that a run within
+/// its budget has a record within it too.
+pub(crate) fn step_memory(step: &crate::model::trace::TraceStep) -> usize {
+    let text = |s: &str| block(s.len());
+    let value = |v: Option<&Value>| v.map_or(0, value_memory);
+    let decisions = step.decisions.as_ref().map_or(0, |d| {
+        d.iter().fold(block(d.len() * size_of::<crate::model::trace::Decision>()), |sum, d| {
+            sum + text(&d.at) + text(&d.took) + text(&d.because)
+        })
+    });
+    size_of::<crate::model::trace::TraceStep>()
+        + text(&step.id)
+        + step.calls.as_deref().map_or(0, text)
+        + value(step.input.as_ref())
+        + value(step.output.as_ref())
+        + step.outcome.error().map_or(0, text)
+        + decisions
 }
 
 /// The heap blocks of `v` and of everything nested in it (not `v`'s own slot).
@@ -78,7 +100,7 @@ pub fn node_memory(v: &Value) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::alloc::{GlobalAlloc, Layout, System};
     use std::cell::Cell;
 
@@ -117,8 +139,9 @@ mod tests {
     #[global_allocator]
     static ALLOCATOR: Counting = Counting;
 
-    /// Bytes this thread holds more after `make` than before, with the value it made.
-    fn held_by(make: impl FnOnce() -> Value) -> (usize, Value) {
+    /// Bytes this thread holds more after `make` than before, with the value it made (the
+    /// blocks counted as glibc lays them out).
+    pub(crate) fn held_by<T>(make: impl FnOnce() -> T) -> (usize, T) {
         let before = HELD.with(Cell::get);
         let v = make();
         let after = HELD.with(Cell::get);

@@ -213,13 +213,9 @@ impl RecorderState {
         if !self.spend_at(now) {
             return None;
         }
-        // The entry, its input and its output, charged at once, as the memory they hold.
-        let value = |v: Option<&serde_json::Value>| v.map_or(0, value_memory);
-        let size = step.id.len()
-            + std::mem::size_of::<TraceStep>()
-            + value(step.input.as_ref())
-            + value(step.output.as_ref());
-        if !self.budget.charge(size) {
+        // The entry, its strings, its input and its output, charged at once, as the memory they
+        // hold (and as its kept record will count them).
+        if !self.budget.charge(super::memory::step_memory(&step)) {
             return None;
         }
         if let Some(p) = self.progress.as_mut() {
