@@ -965,3 +965,43 @@ mod moved_responses {
         }
     }
 }
+
+/// The in-memory store's idempotency keys hold their recorded responses within a byte bound
+/// counted as memory: past it the oldest Run responses become a short `bounds_exceeded` error
+/// naming the Run, and the key stays recorded (a duplicate never runs the program again).
+#[tokio::test]
+async fn memory_keys_hold_their_responses_within_a_byte_bound() {
+    use crate::state::shared::{Claimed, KeyRef, SharedState};
+    use crate::state::MemoryState;
+    let hour = std::time::Duration::from_secs(3600);
+    let rows: Vec<serde_json::Value> =
+        (0..1_000).map(|i| json!({"id": i, "name": format!("customer {i}")})).collect();
+    let response = |run: &str| {
+        json!({"run_id": run, "outcome": {"ok": true, "status": "success", "error": null},
+                                      "output": {"rows": rows}})
+    };
+    let each = crate::engine::memory::value_memory(&response("run_0"));
+    // Room for three responses of the keys (the bound is four times the runs' bytes).
+    let store = MemoryState::bounded(100, 3 * each / crate::state::memory::KEY_BYTES_PER_RUN_BYTE + 1);
+    let key = |k: &'static str| KeyRef { owner: "o", language: "l/v1", key: k };
+    let keys = ["k0", "k1", "k2", "k3", "k4"];
+    for (i, k) in keys.into_iter().enumerate() {
+        let Claimed::Fresh(token) = store.claim_key(key(k), "f", hour).await.unwrap() else {
+            panic!("fresh")
+        };
+        store.record_key(key(k), &token, &response(&format!("run_{i}")), hour, None).await.unwrap();
+    }
+    for (i, k) in keys.into_iter().enumerate() {
+        let Claimed::Replay(replayed) = store.claim_key(key(k), "f", hour).await.unwrap() else {
+            panic!("{k}: recorded keys replay, the forgotten ones too")
+        };
+        if i < 2 {
+            assert_eq!(replayed["error"]["kind"], "bounds_exceeded", "{k}");
+            let message = replayed["error"]["message"].as_str().unwrap();
+            assert!(message.contains(&format!("run run_{i}, outcome success")), "{message}");
+            assert!(message.contains("does not run again"), "{message}");
+        } else {
+            assert_eq!(replayed, response(&format!("run_{i}")), "{k}: the latest are replayed whole");
+        }
+    }
+}

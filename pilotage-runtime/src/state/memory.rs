@@ -19,6 +19,12 @@ use crate::model::catalog::ChangeKind;
 /// forgotten first (a later duplicate of it would run again, which only this bound allows).
 pub const MAX_MEMORY_KEYS: usize = 65_536;
 
+/// The recorded responses of a [`MemoryState`]'s idempotency keys may hold this many times its
+/// run records' byte bound (64 MiB with the default limits). Past it the oldest recorded Run
+/// responses are replaced by a short request error that names the Run: the key stays recorded,
+/// so a duplicate never runs the program again; it is told the response is no longer held.
+pub const KEY_BYTES_PER_RUN_BYTE: usize = 4;
+
 /// Most task records one [`MemoryState`] holds; past it expired ones go first, then the oldest
 /// ended ones (a running task's record is never dropped: those are bounded per caller by
 /// [`Limits::max_live_tasks`](crate::engine::Limits::max_live_tasks)).
@@ -30,8 +36,20 @@ pub const MAX_MEMORY_TASKS: usize = 65_536;
 pub const MEMORY_CLAIM_GRACE: Duration = Duration::from_secs(60);
 
 enum Slot {
-    Pending { fingerprint: String, token: String, until: Instant },
-    Done { fingerprint: String, token: String, response: Arc<Value>, until: Instant },
+    Pending {
+        fingerprint: String,
+        token: String,
+        until: Instant,
+    },
+    /// A recorded response, with the memory it holds (0 once [`forget_responses`] replaced it
+    /// by a short error naming its run).
+    Done {
+        fingerprint: String,
+        token: String,
+        response: Arc<Value>,
+        bytes: usize,
+        until: Instant,
+    },
 }
 
 impl Slot {
@@ -51,6 +69,8 @@ type Promotions = BTreeMap<u64, (String, Value)>;
 pub struct MemoryState {
     runs: MemoryRunStore,
     keys: Mutex<HashMap<(String, String, String), Slot>>,
+    /// Bytes of recorded responses the keys may hold (see [`forget_responses`]).
+    key_bytes: usize,
     promotions: Mutex<HashMap<Scope, Promotions>>,
     /// Per owner and Language, the snapshots served, oldest first (a chain of versions).
     catalogs: Mutex<HashMap<Scope, VecDeque<Arc<CatalogSnapshot>>>>,
@@ -58,11 +78,14 @@ pub struct MemoryState {
 }
 
 impl MemoryState {
-    /// A store keeping at most `max_runs` run records and `max_bytes` bytes of them.
+    /// A store keeping at most `max_runs` run records and `max_bytes` bytes of them, and its
+    /// idempotency keys' recorded responses within [`KEY_BYTES_PER_RUN_BYTE`] times `max_bytes`
+    /// (counted as the memory they hold).
     pub fn bounded(max_runs: usize, max_bytes: usize) -> Self {
         MemoryState {
             runs: MemoryRunStore::bounded(max_runs, max_bytes),
             keys: Mutex::default(),
+            key_bytes: max_bytes.saturating_mul(KEY_BYTES_PER_RUN_BYTE),
             promotions: Mutex::default(),
             catalogs: Mutex::default(),
             tasks: Mutex::default(),
@@ -114,6 +137,45 @@ fn make_task_room(tasks: &mut HashMap<String, TaskRecord>) {
             None => break,
         };
     }
+}
+
+/// Keep the recorded responses within `bound` bytes: past it, the oldest recorded Run responses
+/// (a request error recorded instead is already short) become a short `bounds_exceeded` error
+/// naming the Run and its outcome, which a duplicate is answered with (see
+/// [`KEY_BYTES_PER_RUN_BYTE`]).
+fn forget_responses(slots: &mut HashMap<(String, String, String), Slot>, bound: usize) {
+    let held = |slots: &HashMap<_, Slot>| {
+        slots.values().map(|s| if let Slot::Done { bytes, .. } = s { *bytes } else { 0 }).sum::<usize>()
+    };
+    let mut total = held(slots);
+    while total > bound {
+        let oldest = slots
+            .values_mut()
+            .filter(|s| matches!(s, Slot::Done { bytes, .. } if *bytes > 0))
+            .min_by_key(|s| s.until());
+        let Some(Slot::Done { response, bytes, .. }) = oldest else { break };
+        total -= *bytes;
+        *bytes = 0;
+        *response = Arc::new(forgotten(response));
+    }
+}
+
+/// What a duplicate of a key whose Run response was forgotten is answered.
+fn forgotten(response: &Value) -> Value {
+    if response.get("error").is_some() {
+        return response.clone();
+    }
+    let run = response["run_id"].as_str().unwrap_or("unknown");
+    let status = response["outcome"]["status"].as_str().unwrap_or("unknown");
+    let error = crate::model::errors::RequestError::new(
+        crate::model::errors::ErrorKind::BoundsExceeded,
+        format!(
+            "the program already ran under this idempotency_key (run {run}, outcome {status}) and does not run \
+             again; its response is no longer held (the server's memory bound for recorded responses): \
+             fetch the run's trace with its run_id while it is retained"
+        ),
+    );
+    serde_json::to_value(error).unwrap_or(Value::Null)
 }
 
 /// Make room for one more key: forget expired ones, then the oldest recorded ones.
@@ -210,9 +272,16 @@ impl SharedState for MemoryState {
         if let Some(run) = run {
             self.runs.put(run.record.clone(), run.keep_for).map_err(super::shared::StoreError)?;
         }
-        let (token, response) = (token.to_owned(), Arc::new(response.clone()));
-        let slot = Slot::Done { fingerprint, token, response, until: later(keep_for) };
+        let (token, bytes) = (token.to_owned(), crate::engine::memory::value_memory(response));
+        let slot = Slot::Done {
+            fingerprint,
+            token,
+            response: Arc::new(response.clone()),
+            bytes,
+            until: later(keep_for),
+        };
         slots.insert(k, slot);
+        forget_responses(&mut slots, self.key_bytes);
         Ok(Tenure::Held)
     }
 
