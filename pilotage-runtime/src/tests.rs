@@ -1005,3 +1005,26 @@ async fn memory_keys_hold_their_responses_within_a_byte_bound() {
         }
     }
 }
+
+/// The in-memory store keeps one owner's promoted programs of a Language within a byte bound
+/// counted as memory, beside the count: past it a promotion is `Full` (refused as
+/// `bounds_exceeded`), and another owner or Language has its own.
+#[tokio::test]
+async fn memory_promotions_are_bounded_in_memory() {
+    use crate::state::shared::{SharedState, Stored};
+    use crate::state::MemoryState;
+    let program = json!({"steps": (0..1_000).map(|i| json!({"id": format!("s{i}"), "kind": "set", "value": i})).collect::<Vec<_>>()});
+    let each = crate::engine::memory::value_memory(&program);
+    let store = MemoryState::bounded(100, 2 * each / crate::state::memory::KEY_BYTES_PER_RUN_BYTE + 1);
+    let put = |owner: &'static str, lang: &'static str, r: &'static str| {
+        let (store, program) = (&store, &program);
+        async move { store.put_promotion(owner, lang, r, program, 256).await.unwrap() }
+    };
+    assert_eq!(put("o", "l/v1", "p1").await, Stored::Held);
+    assert_eq!(put("o", "l/v1", "p2").await, Stored::Held);
+    assert_eq!(put("o", "l/v1", "p3").await, Stored::Full, "two fit, not three");
+    assert_eq!(put("o", "l/v1", "p1").await, Stored::Held, "one already held is held");
+    assert_eq!(put("other", "l/v1", "p3").await, Stored::Held);
+    assert_eq!(put("o", "m/v1", "p3").await, Stored::Held);
+    assert_eq!(store.promotions("o", "l/v1").await.unwrap().len(), 2);
+}

@@ -68,8 +68,9 @@ pub(crate) async fn promote(ctx: Ctx<'_>, args: LoopArgs) -> Reply {
         Ok(None) => Reply::error(RequestError::new(
             crate::model::errors::ErrorKind::BoundsExceeded,
             format!(
-                "you already hold {} promoted programs of {}, the most this server keeps per caller",
-                ctx.lang.limits.max_promotions, spec.name
+                "you already hold the most promoted programs of {} this server keeps per caller (at most {}, \
+                 and within its memory bound where it keeps them in memory)",
+                spec.name, ctx.lang.limits.max_promotions
             ),
         )),
         Err(e) => Reply::error(super::store_failed(e)),

@@ -62,8 +62,9 @@ impl Slot {
 
 type Scope = (String, String);
 
-/// One owner's promotions of one Language, in the order they were made.
-type Promotions = BTreeMap<u64, (String, Value)>;
+/// One owner's promotions of one Language, in the order they were made, each with the memory
+/// its record holds.
+type Promotions = BTreeMap<u64, (String, Value, usize)>;
 
 /// Everything [`SharedState`] keeps, in this process's memory (not durable).
 pub struct MemoryState {
@@ -71,6 +72,9 @@ pub struct MemoryState {
     keys: Mutex<HashMap<(String, String, String), Slot>>,
     /// Bytes of recorded responses the keys may hold (see [`forget_responses`]).
     key_bytes: usize,
+    /// Bytes of promoted programs one owner may hold per Language, counted as memory: past it
+    /// a promotion is refused as past the count (`Stored::Full`).
+    promotion_bytes: usize,
     promotions: Mutex<HashMap<Scope, Promotions>>,
     /// Per owner and Language, the snapshots served, oldest first (a chain of versions).
     catalogs: Mutex<HashMap<Scope, VecDeque<Arc<CatalogSnapshot>>>>,
@@ -79,13 +83,15 @@ pub struct MemoryState {
 
 impl MemoryState {
     /// A store keeping at most `max_runs` run records and `max_bytes` bytes of them, and its
-    /// idempotency keys' recorded responses within [`KEY_BYTES_PER_RUN_BYTE`] times `max_bytes`
-    /// (counted as the memory they hold).
+    /// idempotency keys' recorded responses, and each owner's promoted programs of a Language,
+    /// each within [`KEY_BYTES_PER_RUN_BYTE`] times `max_bytes` (counted as the memory they
+    /// hold).
     pub fn bounded(max_runs: usize, max_bytes: usize) -> Self {
         MemoryState {
             runs: MemoryRunStore::bounded(max_runs, max_bytes),
             keys: Mutex::default(),
             key_bytes: max_bytes.saturating_mul(KEY_BYTES_PER_RUN_BYTE),
+            promotion_bytes: max_bytes.saturating_mul(KEY_BYTES_PER_RUN_BYTE),
             promotions: Mutex::default(),
             catalogs: Mutex::default(),
             tasks: Mutex::default(),
@@ -304,20 +310,23 @@ impl SharedState for MemoryState {
     ) -> StoreResult<Stored> {
         let mut all = lock(&self.promotions);
         let held = all.entry(scope(owner, language)).or_default();
-        if held.values().any(|(r, _)| r == reference) {
+        if held.values().any(|(r, ..)| r == reference) {
             return Ok(Stored::Held);
         }
-        if held.len() >= max {
+        let bytes = crate::engine::memory::value_memory(record);
+        let holding = held.values().map(|(.., b)| *b).sum::<usize>();
+        if held.len() >= max || holding.saturating_add(bytes) > self.promotion_bytes {
             return Ok(Stored::Full);
         }
         let next = held.keys().next_back().map_or(0, |n| n + 1);
-        held.insert(next, (reference.to_owned(), record.clone()));
+        held.insert(next, (reference.to_owned(), record.clone(), bytes));
         Ok(Stored::Held)
     }
 
     async fn promotions(&self, owner: &str, language: &str) -> StoreResult<Vec<(String, Value)>> {
         let all = lock(&self.promotions);
-        Ok(all.get(&scope(owner, language)).map(|h| h.values().cloned().collect()).unwrap_or_default())
+        let held = all.get(&scope(owner, language));
+        Ok(held.map(|h| h.values().map(|(r, v, _)| (r.clone(), v.clone())).collect()).unwrap_or_default())
     }
 
     async fn remember_catalog(

@@ -105,7 +105,8 @@ pub struct KeptRun<'a> {
 pub enum Stored {
     /// Added now, or already there (a reference names one immutable body).
     Held,
-    /// The owner already has the most promotions allowed for the Language.
+    /// The owner already has the most promotions allowed for the Language (by count, or, in
+    /// the in-memory store, by the memory they hold).
     Full,
 }
 
