@@ -1028,3 +1028,46 @@ async fn memory_promotions_are_bounded_in_memory() {
     assert_eq!(put("o", "m/v1", "p3").await, Stored::Held);
     assert_eq!(store.promotions("o", "l/v1").await.unwrap().len(), 2);
 }
+
+/// The in-memory store keeps the ended tasks' results within a byte bound counted as memory:
+/// past it the oldest ended records go (as past the count), a working one never does.
+#[tokio::test]
+async fn memory_task_results_are_bounded_in_memory() {
+    use crate::state::shared::SharedState;
+    use crate::state::tasks::{TaskRecord, TaskState};
+    use crate::state::MemoryState;
+    let rows: Vec<serde_json::Value> =
+        (0..1_000).map(|i| json!({"id": i, "name": format!("customer {i}")})).collect();
+    let result = json!({"structuredContent": {"output": rows}});
+    let each = crate::engine::memory::value_memory(&result);
+    let store = MemoryState::bounded(100, 2 * each / crate::state::memory::KEY_BYTES_PER_RUN_BYTE + 1);
+    let task = |id: &str, ended: bool| {
+        let mut t = TaskRecord::working(
+            id.into(),
+            "o".into(),
+            "l/v1".into(),
+            format!("run_{id}"),
+            3_600_000,
+            "i".into(),
+        );
+        if ended {
+            t.state = TaskState::Completed;
+            t.result = Some(result.clone());
+        }
+        t
+    };
+    store.put_task(&task("task_w", false)).await.unwrap();
+    for id in ["task_1", "task_2", "task_3"] {
+        store.put_task(&task(id, true)).await.unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(2)); // distinct expiries, oldest first
+    }
+    let held = |id: &'static str| {
+        let store = &store;
+        async move { store.get_task("o", id).await.unwrap().is_some() }
+    };
+    assert!(!held("task_1").await, "the oldest ended task went");
+    assert!(held("task_2").await && held("task_3").await && held("task_w").await);
+    // Updating a held record replaces it without evicting the others.
+    store.put_task(&task("task_3", true)).await.unwrap();
+    assert!(held("task_2").await && held("task_3").await);
+}

@@ -75,10 +75,14 @@ pub struct MemoryState {
     /// Bytes of promoted programs one owner may hold per Language, counted as memory: past it
     /// a promotion is refused as past the count (`Stored::Full`).
     promotion_bytes: usize,
+    /// Bytes the ended tasks' results may hold, counted as memory: past it the oldest ended
+    /// records go, as past [`MAX_MEMORY_TASKS`].
+    task_bytes: usize,
     promotions: Mutex<HashMap<Scope, Promotions>>,
     /// Per owner and Language, the snapshots served, oldest first (a chain of versions).
     catalogs: Mutex<HashMap<Scope, VecDeque<Arc<CatalogSnapshot>>>>,
-    tasks: Mutex<HashMap<String, TaskRecord>>,
+    /// Task records, each with the memory its result and error hold.
+    tasks: Mutex<HashMap<String, (TaskRecord, usize)>>,
 }
 
 impl MemoryState {
@@ -92,6 +96,7 @@ impl MemoryState {
             keys: Mutex::default(),
             key_bytes: max_bytes.saturating_mul(KEY_BYTES_PER_RUN_BYTE),
             promotion_bytes: max_bytes.saturating_mul(KEY_BYTES_PER_RUN_BYTE),
+            task_bytes: max_bytes.saturating_mul(KEY_BYTES_PER_RUN_BYTE),
             promotions: Mutex::default(),
             catalogs: Mutex::default(),
             tasks: Mutex::default(),
@@ -126,15 +131,17 @@ fn scope(owner: &str, language: &str) -> Scope {
 }
 
 /// Make room for one more task record: forget expired ones, then the oldest ended ones.
-fn make_task_room(tasks: &mut HashMap<String, TaskRecord>) {
-    if tasks.len() < MAX_MEMORY_TASKS {
+fn make_task_room(tasks: &mut HashMap<String, (TaskRecord, usize)>, bytes: usize, max_bytes: usize) {
+    let held = |tasks: &HashMap<String, (TaskRecord, usize)>| tasks.values().map(|(_, b)| *b).sum::<usize>();
+    if tasks.len() < MAX_MEMORY_TASKS && held(tasks) + bytes <= max_bytes {
         return;
     }
     let now = now_ms();
-    tasks.retain(|_, t| t.expires_at_ms() > now);
-    while tasks.len() >= MAX_MEMORY_TASKS {
+    tasks.retain(|_, (t, _)| t.expires_at_ms() > now);
+    while tasks.len() >= MAX_MEMORY_TASKS || (!tasks.is_empty() && held(tasks) + bytes > max_bytes) {
         let oldest = tasks
             .values()
+            .map(|(t, _)| t)
             .filter(|t| t.state != super::tasks::TaskState::Working)
             .min_by_key(|t| t.expires_at_ms())
             .map(|t| t.task_id.clone());
@@ -367,25 +374,31 @@ impl SharedState for MemoryState {
     }
 
     async fn put_task(&self, record: &TaskRecord) -> StoreResult<()> {
+        let value = |v: &Option<Value>| v.as_ref().map_or(0, crate::engine::memory::value_memory);
+        let bytes = value(&record.result) + value(&record.error);
         let mut tasks = lock(&self.tasks);
-        if !tasks.contains_key(&record.task_id) {
-            make_task_room(&mut tasks);
-        }
-        tasks.insert(record.task_id.clone(), record.clone());
+        // The record it replaces makes room for it first.
+        tasks.remove(&record.task_id);
+        make_task_room(&mut tasks, bytes, self.task_bytes);
+        tasks.insert(record.task_id.clone(), (record.clone(), bytes));
         Ok(())
     }
 
     async fn get_task(&self, owner: &str, task_id: &str) -> StoreResult<Option<TaskRecord>> {
         let now = now_ms();
         let tasks = lock(&self.tasks);
-        Ok(tasks.get(task_id).filter(|t| t.owner == owner && t.expires_at_ms() > now).cloned())
+        Ok(tasks
+            .get(task_id)
+            .map(|(t, _)| t)
+            .filter(|t| t.owner == owner && t.expires_at_ms() > now)
+            .cloned())
     }
 
     async fn purge_expired(&self) -> StoreResult<u64> {
         let gone_tasks = {
             let mut tasks = lock(&self.tasks);
             let (before, now) = (tasks.len(), now_ms());
-            tasks.retain(|_, t| t.expires_at_ms() > now);
+            tasks.retain(|_, (t, _)| t.expires_at_ms() > now);
             before - tasks.len()
         };
         let mut slots = lock(&self.keys);
