@@ -408,3 +408,112 @@ impl SharedState for MemoryState {
         Ok((before - slots.len() + gone_tasks) as u64)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The in-memory store's idempotency keys hold their recorded responses within a byte bound
+    /// counted as memory: past it the oldest Run responses become a short `bounds_exceeded` error
+    /// naming the Run, and the key stays recorded (a duplicate never runs the program again).
+    #[tokio::test]
+    async fn memory_keys_hold_their_responses_within_a_byte_bound() {
+        use crate::state::shared::{Claimed, KeyRef, SharedState};
+        let hour = std::time::Duration::from_secs(3600);
+        let rows: Vec<serde_json::Value> =
+            (0..1_000).map(|i| json!({"id": i, "name": format!("customer {i}")})).collect();
+        let response = |run: &str| {
+            json!({"run_id": run, "outcome": {"ok": true, "status": "success", "error": null},
+                                          "output": {"rows": rows}})
+        };
+        let each = crate::engine::memory::value_memory(&response("run_0"));
+        // Room for three responses of the keys (the bound is four times the runs' bytes).
+        let store = MemoryState::bounded(100, 3 * each / KEY_BYTES_PER_RUN_BYTE + 1);
+        let key = |k: &'static str| KeyRef { owner: "o", language: "l/v1", key: k };
+        let keys = ["k0", "k1", "k2", "k3", "k4"];
+        for (i, k) in keys.into_iter().enumerate() {
+            let Claimed::Fresh(token) = store.claim_key(key(k), "f", hour).await.unwrap() else {
+                panic!("fresh")
+            };
+            store.record_key(key(k), &token, &response(&format!("run_{i}")), hour, None).await.unwrap();
+        }
+        for (i, k) in keys.into_iter().enumerate() {
+            let Claimed::Replay(replayed) = store.claim_key(key(k), "f", hour).await.unwrap() else {
+                panic!("{k}: recorded keys replay, the forgotten ones too")
+            };
+            if i < 2 {
+                assert_eq!(replayed["error"]["kind"], "bounds_exceeded", "{k}");
+                let message = replayed["error"]["message"].as_str().unwrap();
+                assert!(message.contains(&format!("run run_{i}, outcome success")), "{message}");
+                assert!(message.contains("does not run again"), "{message}");
+            } else {
+                assert_eq!(replayed, response(&format!("run_{i}")), "{k}: the latest are replayed whole");
+            }
+        }
+    }
+
+    /// The in-memory store keeps one owner's promoted programs of a Language within a byte bound
+    /// counted as memory, beside the count: past it a promotion is `Full` (refused as
+    /// `bounds_exceeded`), and another owner or Language has its own.
+    #[tokio::test]
+    async fn memory_promotions_are_bounded_in_memory() {
+        use crate::state::shared::{SharedState, Stored};
+        let program = json!({"steps": (0..1_000).map(|i| json!({"id": format!("s{i}"), "kind": "set", "value": i})).collect::<Vec<_>>()});
+        let each = crate::engine::memory::value_memory(&program);
+        let store = MemoryState::bounded(100, 2 * each / KEY_BYTES_PER_RUN_BYTE + 1);
+        let put = |owner: &'static str, lang: &'static str, r: &'static str| {
+            let (store, program) = (&store, &program);
+            async move { store.put_promotion(owner, lang, r, program, 256).await.unwrap() }
+        };
+        assert_eq!(put("o", "l/v1", "p1").await, Stored::Held);
+        assert_eq!(put("o", "l/v1", "p2").await, Stored::Held);
+        assert_eq!(put("o", "l/v1", "p3").await, Stored::Full, "two fit, not three");
+        assert_eq!(put("o", "l/v1", "p1").await, Stored::Held, "one already held is held");
+        assert_eq!(put("other", "l/v1", "p3").await, Stored::Held);
+        assert_eq!(put("o", "m/v1", "p3").await, Stored::Held);
+        assert_eq!(store.promotions("o", "l/v1").await.unwrap().len(), 2);
+    }
+
+    /// The in-memory store keeps the ended tasks' results within a byte bound counted as memory:
+    /// past it the oldest ended records go (as past the count), a working one never does.
+    #[tokio::test]
+    async fn memory_task_results_are_bounded_in_memory() {
+        use crate::state::shared::SharedState;
+        use crate::state::tasks::{TaskRecord, TaskState};
+        let rows: Vec<serde_json::Value> =
+            (0..1_000).map(|i| json!({"id": i, "name": format!("customer {i}")})).collect();
+        let result = json!({"structuredContent": {"output": rows}});
+        let each = crate::engine::memory::value_memory(&result);
+        let store = MemoryState::bounded(100, 2 * each / KEY_BYTES_PER_RUN_BYTE + 1);
+        let task = |id: &str, ended: bool| {
+            let mut t = TaskRecord::working(
+                id.into(),
+                "o".into(),
+                "l/v1".into(),
+                format!("run_{id}"),
+                3_600_000,
+                "i".into(),
+            );
+            if ended {
+                t.state = TaskState::Completed;
+                t.result = Some(result.clone());
+            }
+            t
+        };
+        store.put_task(&task("task_w", false)).await.unwrap();
+        for id in ["task_1", "task_2", "task_3"] {
+            store.put_task(&task(id, true)).await.unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(2)); // distinct expiries, oldest first
+        }
+        let held = |id: &'static str| {
+            let store = &store;
+            async move { store.get_task("o", id).await.unwrap().is_some() }
+        };
+        assert!(!held("task_1").await, "the oldest ended task went");
+        assert!(held("task_2").await && held("task_3").await && held("task_w").await);
+        // Updating a held record replaces it without evicting the others.
+        store.put_task(&task("task_3", true)).await.unwrap();
+        assert!(held("task_2").await && held("task_3").await);
+    }
+}
