@@ -12,6 +12,7 @@ use super::catalog_history::changes_between;
 use super::runs::{MemoryRunStore, RunRecord};
 use super::shared::{Claimed, KeptRun, KeyRef, SharedState, StoreResult, Stored, Tenure, HISTORY_DEPTH};
 use super::tasks::{now_ms, TaskRecord};
+use super::weighed::Weighed;
 use crate::engine::catalog::CatalogSnapshot;
 use crate::model::catalog::ChangeKind;
 
@@ -41,13 +42,12 @@ enum Slot {
         token: String,
         until: Instant,
     },
-    /// A recorded response, with the memory it holds (0 once [`forget_responses`] replaced it
-    /// by a short error naming its run).
+    /// A recorded response (weighed by the memory it holds, 0 once [`forget_responses`]
+    /// replaced it by a short error naming its run).
     Done {
         fingerprint: String,
         token: String,
         response: Arc<Value>,
-        bytes: usize,
         until: Instant,
     },
 }
@@ -62,6 +62,9 @@ impl Slot {
 
 type Scope = (String, String);
 
+/// An idempotency key: owner, Language, key.
+type KeyId = (String, String, String);
+
 /// One owner's promotions of one Language, in the order they were made, each with the memory
 /// its record holds.
 type Promotions = BTreeMap<u64, (String, Value, usize)>;
@@ -69,20 +72,18 @@ type Promotions = BTreeMap<u64, (String, Value, usize)>;
 /// Everything [`SharedState`] keeps, in this process's memory (not durable).
 pub struct MemoryState {
     runs: MemoryRunStore,
-    keys: Mutex<HashMap<(String, String, String), Slot>>,
-    /// Bytes of recorded responses the keys may hold (see [`forget_responses`]).
-    key_bytes: usize,
-    /// Bytes of promoted programs one owner may hold per Language, counted as memory: past it
-    /// a promotion is refused as past the count (`Stored::Full`).
-    promotion_bytes: usize,
-    /// Bytes the ended tasks' results may hold, counted as memory: past it the oldest ended
-    /// records go, as past [`MAX_MEMORY_TASKS`].
-    task_bytes: usize,
+    /// Idempotency keys, each weighed by its recorded response.
+    keys: Mutex<Weighed<KeyId, Slot>>,
+    /// The bytes, counted as memory, that each of these may hold: the keys' recorded responses
+    /// (past it the oldest are forgotten, [`forget_responses`]); one owner's promoted programs
+    /// of a Language (past it a promotion is refused, `Stored::Full`); the tasks' results (past
+    /// it the oldest ended records go, as past [`MAX_MEMORY_TASKS`]).
+    held_bytes: usize,
     promotions: Mutex<HashMap<Scope, Promotions>>,
     /// Per owner and Language, the snapshots served, oldest first (a chain of versions).
     catalogs: Mutex<HashMap<Scope, VecDeque<Arc<CatalogSnapshot>>>>,
-    /// Task records, each with the memory its result and error hold.
-    tasks: Mutex<HashMap<String, (TaskRecord, usize)>>,
+    /// Task records, each weighed by its result and error.
+    tasks: Mutex<Weighed<String, TaskRecord>>,
 }
 
 impl MemoryState {
@@ -94,9 +95,7 @@ impl MemoryState {
         MemoryState {
             runs: MemoryRunStore::bounded(max_runs, max_bytes),
             keys: Mutex::default(),
-            key_bytes: max_bytes.saturating_mul(KEY_BYTES_PER_RUN_BYTE),
-            promotion_bytes: max_bytes.saturating_mul(KEY_BYTES_PER_RUN_BYTE),
-            task_bytes: max_bytes.saturating_mul(KEY_BYTES_PER_RUN_BYTE),
+            held_bytes: max_bytes.saturating_mul(KEY_BYTES_PER_RUN_BYTE),
             promotions: Mutex::default(),
             catalogs: Mutex::default(),
             tasks: Mutex::default(),
@@ -130,18 +129,22 @@ fn scope(owner: &str, language: &str) -> Scope {
     (owner.to_owned(), language.to_owned())
 }
 
-/// Make room for one more task record: forget expired ones, then the oldest ended ones.
-fn make_task_room(tasks: &mut HashMap<String, (TaskRecord, usize)>, bytes: usize, max_bytes: usize) {
-    let held = |tasks: &HashMap<String, (TaskRecord, usize)>| tasks.values().map(|(_, b)| *b).sum::<usize>();
-    if tasks.len() < MAX_MEMORY_TASKS && held(tasks) + bytes <= max_bytes {
+/// Make room for one more task record holding `bytes`: forget expired ones, then the oldest
+/// ended ones, until the records are fewer than [`MAX_MEMORY_TASKS`] and hold at most
+/// `max_bytes` with it.
+fn make_task_room(tasks: &mut Weighed<String, TaskRecord>, bytes: usize, max_bytes: usize) {
+    let full = |tasks: &Weighed<String, TaskRecord>| {
+        tasks.len() >= MAX_MEMORY_TASKS || (!tasks.is_empty() && tasks.bytes() + bytes > max_bytes)
+    };
+    if !full(tasks) {
         return;
     }
     let now = now_ms();
-    tasks.retain(|_, (t, _)| t.expires_at_ms() > now);
-    while tasks.len() >= MAX_MEMORY_TASKS || (!tasks.is_empty() && held(tasks) + bytes > max_bytes) {
+    tasks.retain(|t| t.expires_at_ms() > now);
+    while full(tasks) {
         let oldest = tasks
-            .values()
-            .map(|(t, _)| t)
+            .iter()
+            .map(|(_, t, _)| t)
             .filter(|t| t.state != super::tasks::TaskState::Working)
             .min_by_key(|t| t.expires_at_ms())
             .map(|t| t.task_id.clone());
@@ -156,20 +159,18 @@ fn make_task_room(tasks: &mut HashMap<String, (TaskRecord, usize)>, bytes: usize
 /// (a request error recorded instead is already short) become a short `bounds_exceeded` error
 /// naming the Run and its outcome, which a duplicate is answered with (see
 /// [`KEY_BYTES_PER_RUN_BYTE`]).
-fn forget_responses(slots: &mut HashMap<(String, String, String), Slot>, bound: usize) {
-    let held = |slots: &HashMap<_, Slot>| {
-        slots.values().map(|s| if let Slot::Done { bytes, .. } = s { *bytes } else { 0 }).sum::<usize>()
-    };
-    let mut total = held(slots);
-    while total > bound {
+fn forget_responses(slots: &mut Weighed<KeyId, Slot>, bound: usize) {
+    while slots.bytes() > bound {
         let oldest = slots
-            .values_mut()
-            .filter(|s| matches!(s, Slot::Done { bytes, .. } if *bytes > 0))
-            .min_by_key(|s| s.until());
-        let Some(Slot::Done { response, bytes, .. }) = oldest else { break };
-        total -= *bytes;
-        *bytes = 0;
-        *response = Arc::new(forgotten(response));
+            .iter()
+            .filter(|(_, s, bytes)| *bytes > 0 && matches!(s, Slot::Done { .. }))
+            .min_by_key(|(_, s, _)| s.until())
+            .map(|(k, ..)| k.clone());
+        let Some(k) = oldest else { break };
+        if let Some(Slot::Done { fingerprint, token, response, until }) = slots.remove(&k) {
+            let response = Arc::new(forgotten(&response));
+            slots.insert(k, Slot::Done { fingerprint, token, response, until }, 0);
+        }
     }
 }
 
@@ -192,18 +193,18 @@ fn forgotten(response: &Value) -> Value {
 }
 
 /// Make room for one more key: forget expired ones, then the oldest recorded ones.
-fn make_room(slots: &mut HashMap<(String, String, String), Slot>) {
+fn make_room(slots: &mut Weighed<KeyId, Slot>) {
     if slots.len() < MAX_MEMORY_KEYS {
         return;
     }
     let now = Instant::now();
-    slots.retain(|_, s| s.until() > now);
+    slots.retain(|s| s.until() > now);
     while slots.len() >= MAX_MEMORY_KEYS {
         let oldest = slots
             .iter()
-            .filter(|(_, s)| matches!(s, Slot::Done { .. }))
-            .min_by_key(|(_, s)| s.until())
-            .map(|(k, _)| k.clone());
+            .filter(|(_, s, _)| matches!(s, Slot::Done { .. }))
+            .min_by_key(|(_, s, _)| s.until())
+            .map(|(k, ..)| k.clone());
         match oldest {
             Some(k) => slots.remove(&k),
             None => break,
@@ -249,7 +250,7 @@ impl SharedState for MemoryState {
         let token = uuid::Uuid::new_v4().simple().to_string();
         let slot =
             Slot::Pending { fingerprint: fingerprint.to_owned(), token: token.clone(), until: later(lease) };
-        slots.insert(k, slot);
+        slots.insert(k, slot, 0);
         Ok(Claimed::Fresh(token))
     }
 
@@ -286,15 +287,10 @@ impl SharedState for MemoryState {
             self.runs.put(run.record.clone(), run.keep_for).map_err(super::shared::StoreError)?;
         }
         let (token, bytes) = (token.to_owned(), crate::engine::memory::value_memory(response));
-        let slot = Slot::Done {
-            fingerprint,
-            token,
-            response: Arc::new(response.clone()),
-            bytes,
-            until: later(keep_for),
-        };
-        slots.insert(k, slot);
-        forget_responses(&mut slots, self.key_bytes);
+        let slot =
+            Slot::Done { fingerprint, token, response: Arc::new(response.clone()), until: later(keep_for) };
+        slots.insert(k, slot, bytes);
+        forget_responses(&mut slots, self.held_bytes);
         Ok(Tenure::Held)
     }
 
@@ -322,7 +318,7 @@ impl SharedState for MemoryState {
         }
         let bytes = crate::engine::memory::value_memory(record);
         let holding = held.values().map(|(.., b)| *b).sum::<usize>();
-        if held.len() >= max || holding.saturating_add(bytes) > self.promotion_bytes {
+        if held.len() >= max || holding.saturating_add(bytes) > self.held_bytes {
             return Ok(Stored::Full);
         }
         let next = held.keys().next_back().map_or(0, |n| n + 1);
@@ -379,32 +375,28 @@ impl SharedState for MemoryState {
         let mut tasks = lock(&self.tasks);
         // The record it replaces makes room for it first.
         tasks.remove(&record.task_id);
-        make_task_room(&mut tasks, bytes, self.task_bytes);
-        tasks.insert(record.task_id.clone(), (record.clone(), bytes));
+        make_task_room(&mut tasks, bytes, self.held_bytes);
+        tasks.insert(record.task_id.clone(), record.clone(), bytes);
         Ok(())
     }
 
     async fn get_task(&self, owner: &str, task_id: &str) -> StoreResult<Option<TaskRecord>> {
         let now = now_ms();
         let tasks = lock(&self.tasks);
-        Ok(tasks
-            .get(task_id)
-            .map(|(t, _)| t)
-            .filter(|t| t.owner == owner && t.expires_at_ms() > now)
-            .cloned())
+        Ok(tasks.get(task_id).filter(|t| t.owner == owner && t.expires_at_ms() > now).cloned())
     }
 
     async fn purge_expired(&self) -> StoreResult<u64> {
         let gone_tasks = {
             let mut tasks = lock(&self.tasks);
             let (before, now) = (tasks.len(), now_ms());
-            tasks.retain(|_, (t, _)| t.expires_at_ms() > now);
+            tasks.retain(|t| t.expires_at_ms() > now);
             before - tasks.len()
         };
         let mut slots = lock(&self.keys);
         let before = slots.len();
         let now = Instant::now();
-        slots.retain(|_, s| s.until() > now);
+        slots.retain(|s| s.until() > now);
         Ok((before - slots.len() + gone_tasks) as u64)
     }
 }

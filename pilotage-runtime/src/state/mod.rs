@@ -20,6 +20,7 @@ pub mod sqlite;
 pub mod suite;
 pub mod tasks;
 pub(crate) mod verdicts;
+mod weighed;
 
 pub use self::memory::MemoryState;
 #[cfg(feature = "postgres")]

@@ -152,7 +152,6 @@ mod tests {
 
     /// A kept run's record (the in-memory store bounds them by [`RunRecord::memory`]) is
     /// charged what a copy of it allocates, within a factor of two, where its text is a tenth.
-    ///
     #[test]
     fn a_run_record_is_charged_as_the_memory_it_holds() {
         use crate::model::outcome::Outcome;
