@@ -1,6 +1,9 @@
 //! What the `gate` example adds to a safe validate+execute over stdio: rmcp's client talks to
-//! (a) the `workflow` example directly and (b) the gate in front of it (`gate -- workflow`),
-//! both child processes over stdio, up side by side.
+//! (a) the `workflow` example directly, (b) the gate in front of it (`gate -- workflow`), and
+//! (c) a byte relay in front of it (this bench's own binary re-run as a process that copies
+//! stdin to the server and the server's stdout back, reading nothing), all child processes over
+//! stdio, up side by side. The relay is the floor of any proxy: the two process hops a request
+//! takes through it, with no work of its own.
 //!
 //! One operation is what a model does for a safe program: `validate_workflow` then
 //! `run_workflow` of the same program (a one-step read of a user profile). Through the gate, the
@@ -10,8 +13,8 @@
 //! Each round alternates batches of `GATE_BATCH` operations (default 20) on each side,
 //! `GATE_PAIRS` pairs (default 7) with the first side swapped each pair, so a change in the
 //! machine's load reaches both sides of a pair alike; a round's ratio is the median of its
-//! pairs' ratios through / direct, and the line reports the median of `GATE_ROUNDS` rounds
-//! (default 5) with their range, and each side's median time per operation. The examples are
+//! pairs' ratios through / direct (and relay / direct), and the line reports the median of
+//! `GATE_ROUNDS` rounds (default 5) with their range, and each side's median time per operation. The examples are
 //! built first in the bench's own profile. `cargo bench --all-features --bench gate` (add
 //! `--profile dev` for the debug build the figures in docs/performance.md use); never a timed
 //! assertion.
@@ -79,8 +82,12 @@ fn example(name: &str) -> PathBuf {
     profile_dir.join("examples").join(name)
 }
 
-async fn side(name: &'static str, program: &PathBuf, args: &[String]) -> Side {
-    let mut child = tokio::process::Command::new(program)
+async fn side(name: &'static str, program: &PathBuf, args: &[String], env: Option<&str>) -> Side {
+    let mut command = tokio::process::Command::new(program);
+    if let Some(var) = env {
+        command.env(var, "1");
+    }
+    let mut child = command
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -128,47 +135,98 @@ fn median<T: Copy + PartialOrd>(mut v: Vec<T>) -> T {
     v[v.len() / 2]
 }
 
-#[tokio::main]
-async fn main() {
+/// The environment variable that makes this binary the relay of side (c), in front of the
+/// server command in its arguments.
+const RELAY: &str = "GATE_BENCH_RELAY";
+
+/// Side (c): copy stdin to the server's stdin and the server's stdout to stdout, each on a
+/// thread of its own blocked in `read`, flushing every chunk as it comes.
+fn relay(server: &str) {
+    use std::io::{Read, Write};
+    fn pump(mut from: impl Read, mut to: impl Write) {
+        let mut buf = vec![0u8; 64 * 1024];
+        while let Ok(n @ 1..) = from.read(&mut buf) {
+            if to.write_all(&buf[..n]).and_then(|()| to.flush()).is_err() {
+                break;
+            }
+        }
+    }
+    let mut child = std::process::Command::new(server)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the server starts");
+    let (stdin, stdout) = (child.stdin.take().expect("piped"), child.stdout.take().expect("piped"));
+    let up = std::thread::spawn(move || pump(std::io::stdin().lock(), stdin));
+    pump(stdout, std::io::stdout().lock());
+    let _ = up.join();
+    let _ = child.kill();
+}
+
+fn main() {
+    if std::env::var_os(RELAY).is_some() {
+        let server = std::env::args().nth(1).expect("the server's path");
+        return relay(&server);
+    }
+    tokio::runtime::Runtime::new().expect("a runtime").block_on(bench());
+}
+
+/// Runs `batch` on each side in the order `first` gives; each side's time per operation.
+async fn three(sides: [&Side; 3], first: usize, per_batch: usize) -> [Duration; 3] {
+    let mut times = [Duration::ZERO; 3];
+    for k in 0..3 {
+        let i = (first + k) % 3;
+        times[i] = batch(sides[i], per_batch).await;
+    }
+    times
+}
+
+fn range(ratios: &[f64]) -> String {
+    let (low, high) = ratios.iter().fold((f64::MAX, 0f64), |(l, h), r| (l.min(*r), h.max(*r)));
+    format!("{:.3} ({low:.3}-{high:.3})", median(ratios.to_vec()))
+}
+
+async fn bench() {
     let (rounds, pairs, per_batch) = (env("GATE_ROUNDS", 5), env("GATE_PAIRS", 7), env("GATE_BATCH", 20));
     let workflow = example("workflow");
     let gate = example("gate");
-    let direct = side("direct", &workflow, &[]).await;
-    let through = side("through the gate", &gate, &["--".into(), workflow.display().to_string()]).await;
-    for s in [&direct, &through] {
+    let direct = side("direct", &workflow, &[], None).await;
+    let through = side("through the gate", &gate, &["--".into(), workflow.display().to_string()], None).await;
+    let exe = std::env::current_exe().expect("the bench's path");
+    let relay = side("through a byte relay", &exe, &[workflow.display().to_string()], Some(RELAY)).await;
+    let sides = [&direct, &through, &relay];
+    for s in sides {
         batch(s, per_batch).await;
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    println!("gate bench: {cores} cores, {rounds} rounds of {pairs} pairs of {per_batch} validate+execute each side");
-    let (mut ratios, mut direct_times, mut through_times) = (Vec::new(), Vec::new(), Vec::new());
+    println!("gate bench: {cores} cores, {rounds} rounds of {pairs} sets of {per_batch} validate+execute each side");
+    let (mut gate_ratios, mut relay_ratios) = (Vec::new(), Vec::new());
+    let mut times: [Vec<Duration>; 3] = Default::default();
     for round in 0..rounds {
-        let mut pair_ratios = Vec::new();
+        let (mut gate_set, mut relay_set) = (Vec::new(), Vec::new());
         for pair in 0..pairs {
-            let (d, t) = if (round + pair) % 2 == 0 {
-                let d = batch(&direct, per_batch).await;
-                (d, batch(&through, per_batch).await)
-            } else {
-                let t = batch(&through, per_batch).await;
-                (batch(&direct, per_batch).await, t)
-            };
-            pair_ratios.push(t.as_secs_f64() / d.as_secs_f64());
-            direct_times.push(d);
-            through_times.push(t);
+            let t = three(sides, round + pair, per_batch).await;
+            gate_set.push(t[1].as_secs_f64() / t[0].as_secs_f64());
+            relay_set.push(t[2].as_secs_f64() / t[0].as_secs_f64());
+            for (all, one) in times.iter_mut().zip(t) {
+                all.push(one);
+            }
         }
-        let ratio = median(pair_ratios);
-        println!("round {}: through / direct {ratio:.3}", round + 1);
-        ratios.push(ratio);
+        let (g, r) = (median(gate_set), median(relay_set));
+        println!("round {}: gate / direct {g:.3}, relay / direct {r:.3}", round + 1);
+        gate_ratios.push(g);
+        relay_ratios.push(r);
     }
-    let (low, high) = ratios.iter().fold((f64::MAX, 0f64), |(l, h), r| (l.min(*r), h.max(*r)));
-    println!("| path | direct | through the gate | through / direct (range) |");
-    println!("| --- | --- | --- | --- |");
+    let [d, g, r] = times.map(|t| median(t).as_secs_f64() * 1e6);
+    println!("| path | direct | through the gate | through a byte relay | gate / direct (range) | relay / direct (range) |");
+    println!("| --- | --- | --- | --- | --- | --- |");
     println!(
-        "| safe validate+execute, stdio | {:.0} µs | {:.0} µs | {:.3} ({low:.3}-{high:.3}) |",
-        median(direct_times).as_secs_f64() * 1e6,
-        median(through_times).as_secs_f64() * 1e6,
-        median(ratios),
+        "| safe validate+execute, stdio | {d:.0} µs | {g:.0} µs | {r:.0} µs | {} | {} |",
+        range(&gate_ratios),
+        range(&relay_ratios),
     );
-    for s in [direct, through] {
+    for s in [direct, through, relay] {
         let _ = s.service.cancel().await;
     }
 }
