@@ -14,7 +14,12 @@
 //! (`benches/fair`), and a call pays it twice: once to wake the thread that runs it, once to
 //! wake the worker that answers. So:
 //! - an engine thread that finishes a call while no other call is in flight looks for the next
-//!   one for [`LINGER`] before it sleeps (one thread at most looks; the others sleep);
+//!   one for [`LINGER`] before it sleeps (one thread at most looks; the others sleep), unless
+//!   the next call did not come within [`LINGER`] the last time a call of the same [`Work`]
+//!   ended (`sql/postgres`'s client reads a 1,000-row answer for longer than that before it
+//!   validates again, and the looking thread would take a core from it on 2 cores, issue 31;
+//!   the same server answering `SELECT 1` is asked again within it). The gap is measured on
+//!   every call, whether a thread looked or slept, so the choice follows the client;
 //! - a request whose call is the only one in flight polls for its answer for up to [`POLL`]
 //!   (never past its deadline) before its worker waits like any other task, unless the last
 //!   engine call of the same [`Work`] ran for [`POLL`] or longer (an engine waiting on a
@@ -67,6 +72,14 @@ struct Threads {
     queued: AtomicUsize,
     /// Engine calls running or waiting anywhere (engine threads and blocking pool).
     in_flight: AtomicUsize,
+    /// Per kind of work (by [`Work::ALL`] index): how long after the last call of that kind
+    /// ended, with no other call in flight, the next call came, in microseconds (0 until one
+    /// did: look, as for a client that asks again at once).
+    gaps: [AtomicU64; 4],
+    /// When the last call ended (microseconds since `epoch`; 0: none yet), and its kind.
+    ended_at: AtomicU64,
+    ended_kind: AtomicUsize,
+    epoch: Instant,
 }
 
 /// A kind of engine call, whose recent length decides whether a request polls for its answer.
@@ -83,6 +96,8 @@ pub(crate) enum Work {
 }
 
 impl Work {
+    const ALL: [Work; 4] = [Work::Validate, Work::Execute, Work::Snapshot, Work::Tool];
+
     /// How long the last call of this kind to end ran, in microseconds.
     fn last(self) -> &'static AtomicU64 {
         static LAST: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
@@ -112,13 +127,7 @@ fn threads() -> &'static Threads {
             let _ =
                 std::thread::Builder::new().name(format!("pilotage-engine-{i}")).spawn(|| threads().serve());
         }
-        Threads {
-            waiting: Mutex::default(),
-            wake: Condvar::new(),
-            free: AtomicUsize::new(0),
-            queued: AtomicUsize::new(0),
-            in_flight: AtomicUsize::new(0),
-        }
+        Threads::new()
     })
 }
 
@@ -128,6 +137,7 @@ pub(crate) fn spawn<T: Send + 'static>(work: Work, f: impl FnOnce() -> T + Send 
     let threads = threads();
     let (tx, rx) = oneshot::channel();
     let handle = Handle::current();
+    threads.arrived();
     // In flight until the job has run, or is dropped unrun (a runtime shutting down).
     let flight = InFlight::start(threads);
     let job = {
@@ -139,6 +149,7 @@ pub(crate) fn spawn<T: Send + 'static>(work: Work, f: impl FnOnce() -> T + Send 
             let value = std::panic::catch_unwind(AssertUnwindSafe(f)).ok();
             let ran = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
             work.last().store(ran, Ordering::Relaxed);
+            threads.ended(work);
             let _ = tx.send(value);
         }
     };
@@ -201,6 +212,49 @@ impl<T> Answer<T> {
 }
 
 impl Threads {
+    fn new() -> Threads {
+        Threads {
+            waiting: Mutex::default(),
+            wake: Condvar::new(),
+            free: AtomicUsize::new(0),
+            queued: AtomicUsize::new(0),
+            in_flight: AtomicUsize::new(0),
+            gaps: [const { AtomicU64::new(0) }; 4],
+            ended_at: AtomicU64::new(0),
+            ended_kind: AtomicUsize::new(0),
+            epoch: Instant::now(),
+        }
+    }
+
+    fn now(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX).max(1)
+    }
+
+    /// A call of kind `work` ended now.
+    fn ended(&self, work: Work) {
+        self.ended_kind.store(work as usize, Ordering::Relaxed);
+        self.ended_at.store(self.now(), Ordering::Release);
+    }
+
+    /// A call arrives: when none is in flight, how long after the last one ended is the gap of
+    /// that one's kind.
+    fn arrived(&self) {
+        let ended = self.ended_at.load(Ordering::Acquire);
+        if ended != 0 && self.in_flight.load(Ordering::Acquire) == 0 {
+            let kind = self.ended_kind.load(Ordering::Relaxed) % Work::ALL.len();
+            self.gaps[kind].store(self.now().saturating_sub(ended), Ordering::Relaxed);
+        }
+    }
+
+    /// Whether a thread that finds no call now should look for the next one for [`LINGER`]:
+    /// none in flight, and the last time a call of the kind that just ended ended, the next came
+    /// within it.
+    fn worth_lingering(&self) -> bool {
+        let kind = self.ended_kind.load(Ordering::Relaxed) % Work::ALL.len();
+        self.in_flight.load(Ordering::Acquire) == 0
+            && self.gaps[kind].load(Ordering::Relaxed) < LINGER.as_micros() as u64
+    }
+
     /// Queues `job` for the free engine thread claimed for it.
     fn hand(&self, job: Job) {
         let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
@@ -223,8 +277,8 @@ impl Threads {
         }
     }
 
-    /// The next call: looked for during [`LINGER`] if no other engine thread is looking and no
-    /// call is in flight, then waited for asleep.
+    /// The next call: looked for during [`LINGER`] if no other engine thread is looking and it
+    /// is [worth it](Threads::worth_lingering), then waited for asleep.
     fn next(&self) -> Job {
         let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
         let mut lingered = false;
@@ -232,7 +286,7 @@ impl Threads {
             if let Some(job) = self.take(&mut waiting) {
                 return job;
             }
-            if !lingered && !waiting.lingering && self.in_flight.load(Ordering::Acquire) == 0 {
+            if !lingered && !waiting.lingering && self.worth_lingering() {
                 waiting.lingering = true;
                 drop(waiting);
                 waiting = self.linger();
@@ -277,7 +331,7 @@ mod tests {
 
     use tokio::time::Instant as TokioInstant;
 
-    use crate::ops::threads::{engine_threads, spawn, Work};
+    use crate::ops::threads::{engine_threads, spawn, Threads, Work, LINGER};
 
     fn later(ms: u64) -> TokioInstant {
         TokioInstant::now() + Duration::from_millis(ms)
@@ -361,6 +415,29 @@ mod tests {
         assert_eq!(answer.until(later(20)).await, None);
         let waited = started.elapsed();
         assert!(waited >= Duration::from_millis(20) && waited < Duration::from_millis(250), "{waited:?}");
+    }
+
+    #[test]
+    fn a_thread_lingers_after_a_kind_of_call_only_while_the_next_call_follows_it_soon() {
+        let threads = Threads::new();
+        // Nothing measured yet: look, as for a client that asks again at once.
+        threads.ended(Work::Execute);
+        assert!(threads.worth_lingering());
+        // The next call came after LINGER: after an execute, sleep at once.
+        std::thread::sleep(LINGER * 3);
+        threads.arrived();
+        threads.ended(Work::Validate);
+        assert!(threads.worth_lingering(), "the validate's own gap is still unmeasured");
+        threads.arrived();
+        threads.ended(Work::Execute);
+        assert!(!threads.worth_lingering());
+        // Measured again on every call: an execute followed at once is looked after again.
+        threads.arrived();
+        threads.ended(Work::Execute);
+        assert!(threads.worth_lingering());
+        // A call in flight: never.
+        threads.in_flight.fetch_add(1, Ordering::AcqRel);
+        assert!(!threads.worth_lingering());
     }
 
     #[test]
