@@ -162,6 +162,7 @@ fn relay(server: &str) {
     pump(stdout, std::io::stdout().lock());
     let _ = up.join();
     let _ = child.kill();
+    let _ = child.wait();
 }
 
 fn main() {
