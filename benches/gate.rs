@@ -14,10 +14,11 @@
 //! `GATE_PAIRS` pairs (default 7) with the first side swapped each pair, so a change in the
 //! machine's load reaches both sides of a pair alike; a round's ratio is the median of its
 //! pairs' ratios through / direct (and relay / direct), and the line reports the median of
-//! `GATE_ROUNDS` rounds (default 5) with their range, and each side's median time per operation. The examples are
-//! built first in the bench's own profile. `cargo bench --all-features --bench gate` (add
-//! `--profile dev` for the debug build the figures in docs/performance.md use); never a timed
-//! assertion.
+//! `GATE_ROUNDS` rounds (default 5) with their range, and each side's median time per
+//! operation. The examples are built first in the bench's own profile; `GATE_BENCH_GATE` names
+//! another build of the gate, to compare two builds against the same server and relay.
+//! `cargo bench --all-features --bench gate` (optimized, as in docs/performance.md); never a
+//! timed assertion.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -191,7 +192,8 @@ fn range(ratios: &[f64]) -> String {
 async fn bench() {
     let (rounds, pairs, per_batch) = (env("GATE_ROUNDS", 5), env("GATE_PAIRS", 7), env("GATE_BATCH", 20));
     let workflow = example("workflow");
-    let gate = example("gate");
+    // `GATE_BENCH_GATE` names another build of the gate, to compare two builds (A/B).
+    let gate = std::env::var_os("GATE_BENCH_GATE").map_or_else(|| example("gate"), PathBuf::from);
     let direct = side("direct", &workflow, &[], None).await;
     let through = side("through the gate", &gate, &["--".into(), workflow.display().to_string()], None).await;
     let exe = std::env::current_exe().expect("the bench's path");
