@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use futures::TryStreamExt;
 use pilotage::engine::run::StopSignal;
-use pilotage::engine::{Budget, Failure, Signal, ValidateRequest};
+use pilotage::engine::{Budget, Failure, Signal};
 use pilotage::prelude::*;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{CancelToken, NoTls};
@@ -203,12 +203,7 @@ fn statement_timeout(remaining: Option<Duration>) -> Duration {
 
 /// Execute a program that passed validation.
 pub async fn execute(db: &Arc<Db>, program: &Json, run: &mut Run<PgStatus>) -> Finish<PgStatus> {
-    let request = ValidateRequest {
-        program: Arc::new(program.clone()),
-        context: None,
-        catalog: run.catalog().map(|c| Arc::new(c.clone())),
-        caller: run.caller().clone(),
-    };
+    let request = run.validation_request();
     let mut v = Validation::<PgCode, PgRisk>::new(&request);
     let checked = check::analyzed(db, program, &mut v);
     if v.has_errors() {

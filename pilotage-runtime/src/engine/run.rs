@@ -17,6 +17,7 @@ use super::catalog::CatalogSnapshot;
 use super::finish::{Failure, Finish};
 use super::recorder::{LoopFrame, Recorder, RecorderState};
 use super::step::{OpenStep, StepBuilder};
+use super::validation::ValidateRequest;
 use crate::model::closed_sets::{NoStatus, RunStatus};
 use crate::model::declaration::ExecutionMode;
 use crate::model::diagnostic::{Diagnostic, Locator, Severity};
@@ -206,6 +207,20 @@ impl<S: RunStatus> Run<S> {
     /// Who is asking.
     pub fn caller(&self) -> &Caller {
         &self.request.caller
+    }
+    /// The request to check this Run's program again as validate did, for an engine that
+    /// re-checks it before its first step ([`Validation::new`]): the same program, context,
+    /// catalog snapshot and caller, shared with the Run, not copied (a snapshot can be the
+    /// whole catalog).
+    ///
+    /// [`Validation::new`]: super::validation::Validation::new
+    pub fn validation_request(&self) -> ValidateRequest {
+        ValidateRequest {
+            program: self.request.program.clone(),
+            context: self.request.context.clone(),
+            catalog: self.request.catalog.clone(),
+            caller: self.request.caller.clone(),
+        }
     }
     /// `immediate` or `deploy`.
     pub fn mode(&self) -> ExecutionMode {
