@@ -141,15 +141,19 @@ fn span_range(s: Span) -> TextRange {
 /// Validate `program` (see the module documentation) and report the plan of a valid one.
 pub fn validate(db: &Mutex<Db>, program: &Json, v: &mut Validation<SqlCode, SqlRisk>) {
     let db = db.lock().unwrap_or_else(|p| p.into_inner());
+    let schema = db.schema_version();
     let checked = check(&db, program, v);
-    if v.has_errors() {
+    if v.has_errors() || v.is_cancelled() {
         return;
     }
-    for (stmt, a) in checked {
+    for (stmt, a) in &checked {
         v.step(stmt.id.clone(), a.risk);
         for (k, r) in a.refs.iter().enumerate() {
             v.step(format!("{}.ref-{}", stmt.id, k + 1), r.risk).calls(r.entry.clone());
         }
+    }
+    if let Some(schema) = schema {
+        db.checks.keep(program, v.catalog(), schema, std::sync::Arc::new(checked));
     }
 }
 

@@ -16,6 +16,7 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 
 use super::digest::fingerprint;
+use super::kept::Checks;
 use super::{SqlKind, SqlRisk};
 
 /// The demo schema: two STRICT tables and a view over them.
@@ -233,6 +234,8 @@ pub struct Db {
     deadline: Arc<Mutex<Option<Instant>>>,
     /// The tables as read at a `PRAGMA schema_version` (see [`Db::tables`]).
     kept: Mutex<Option<(i64, Vec<Table>)>>,
+    /// Programs checked without error, for the runs that follow their validations.
+    pub checks: Checks,
 }
 
 fn is_allowed_function(name: &str) -> bool {
@@ -247,6 +250,7 @@ impl Db {
             denials: Arc::default(),
             deadline: Arc::default(),
             kept: Mutex::default(),
+            checks: Checks::default(),
         };
         db.conn.execute_batch("PRAGMA foreign_keys = ON;").map_err(|e| e.to_string())?;
         // Validation and runs prepare a program's statements through this cache (the engine's
@@ -340,16 +344,22 @@ impl Db {
     /// `schema_version`, which every schema change moves): reading them costs a query per
     /// table, and every validation and run reads them (22% of a small run's instructions).
     pub fn tables(&self) -> Vec<Table> {
-        let version = self.admin(|conn| conn.query_row("PRAGMA schema_version", [], |r| r.get::<_, i64>(0)));
+        let version = self.schema_version();
         let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
-        if let (Ok(version), Some((at, tables))) = (&version, kept.as_ref()) {
-            if at == version {
+        if let (Some(version), Some((at, tables))) = (version, kept.as_ref()) {
+            if *at == version {
                 return tables.clone();
             }
         }
         let tables = self.read_tables();
-        *kept = version.ok().map(|v| (v, tables.clone()));
+        *kept = version.map(|v| (v, tables.clone()));
         tables
+    }
+
+    /// SQLite's `schema_version`, which every schema change moves; `None` when it cannot be
+    /// read.
+    pub fn schema_version(&self) -> Option<i64> {
+        self.admin(|conn| conn.query_row("PRAGMA schema_version", [], |r| r.get::<_, i64>(0))).ok()
     }
 
     /// The tables as the schema holds them now (see [`Db::tables`]).

@@ -30,6 +30,7 @@ mod check;
 pub(crate) mod db;
 #[path = "../../common/digest.rs"]
 mod digest;
+pub(crate) mod kept;
 #[path = "../../common/placeholders.rs"]
 mod placeholders;
 mod run;
@@ -158,7 +159,7 @@ impl Sql {
         Sql { db: Mutex::new(db), snapshot: SnapshotCache::default() }
     }
 
-    fn db(&self) -> MutexGuard<'_, db::Db> {
+    pub(crate) fn db(&self) -> MutexGuard<'_, db::Db> {
         self.db.lock().unwrap_or_else(|p| p.into_inner())
     }
 

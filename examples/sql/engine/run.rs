@@ -5,16 +5,15 @@
 //! per table reference (`stmt-N.ref-K`, calling the entry). The first failing statement ends
 //! the run and rolls the whole transaction back.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use pilotage::engine::ValidateRequest;
 use pilotage::engine::{Budget, Failure};
 use pilotage::prelude::*;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::ErrorCode;
 
-use super::check::{self, Access, Analysis};
+use super::check::{self, Access};
 use super::db::{cell, Db};
 use super::placeholders::bind;
 use super::text::Statement;
@@ -122,19 +121,22 @@ fn statement(
 /// schema changed (a committed DROP TABLE).
 pub fn execute(db: &Mutex<Db>, program: &Json, run: &mut Run<SqlStatus>) -> (Finish<SqlStatus>, bool) {
     let db = db.lock().unwrap_or_else(|p| p.into_inner());
-    let request = ValidateRequest {
-        program: Arc::new(program.clone()),
-        context: None,
-        catalog: run.catalog().map(|c| Arc::new(c.clone())),
-        caller: run.caller().clone(),
+    // The check of this program's validation, when the catalog and the schema have not moved
+    // since (`kept.rs`); checked again otherwise.
+    let kept = db.schema_version().and_then(|schema| db.checks.get(program, run.catalog(), schema));
+    let checked = match kept {
+        Some(checked) => checked,
+        None => {
+            let mut v = Validation::<SqlCode, SqlRisk>::new(&run.validation_request());
+            let checked = check::check(&db, program, &mut v);
+            if v.has_errors() {
+                return (Finish::error("the program no longer validates against this database"), false);
+            }
+            std::sync::Arc::new(checked)
+        }
     };
-    let mut v = Validation::<SqlCode, SqlRisk>::new(&request);
-    let checked: Vec<(Statement, Analysis)> = check::check(&db, program, &mut v);
-    if v.has_errors() {
-        return (Finish::error("the program no longer validates against this database"), false);
-    }
     let mut names: Vec<String> = Vec::new();
-    for (stmt, _) in &checked {
+    for (stmt, _) in checked.iter() {
         for n in stmt.parameter_names() {
             if !names.contains(&n) {
                 names.push(n);

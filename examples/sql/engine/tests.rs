@@ -14,6 +14,11 @@ mod closed_sets_table;
 
 use pilotage::prelude::*;
 
+use std::sync::Arc;
+
+use pilotage::engine::CatalogSnapshot;
+
+use crate::engine::kept::{Checked, Checks, KEPT, KEPT_BYTES};
 use crate::engine::*;
 
 fn kit() -> Kit<Sql> {
@@ -375,4 +380,61 @@ fn validation_is_side_effect_free() {
         found(&v(&mut kit, "DROP TABLE orders; SELECT * FROM orders")),
         [("unknown_table".to_owned(), "1:34-1:40".to_owned())]
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The checks kept for runs (`kept.rs`)
+
+#[test]
+fn a_run_uses_its_validations_check_only_while_the_schema_stands() {
+    let mut kit = kit();
+    let select = "SELECT item FROM orders WHERE id = 1";
+    assert!(v(&mut kit, select).valid);
+    let ran = execute(&mut kit, select, None);
+    assert_eq!(ran.response.output, Some(json!({"columns": ["item"], "rows": [["keyboard"]]})));
+    // The validation's check was kept, and the run found it.
+    // Every caller sees the one cached snapshot, the validation's.
+    let snapshot = kit.engine().catalog_snapshot(&Caller::new("any"));
+    let kept = |kit: &Kit<Sql>| {
+        let db = kit.engine().db();
+        let schema = db.schema_version().unwrap();
+        db.checks.get(&json!(select), Some(&snapshot), schema).is_some()
+    };
+    assert!(kept(&kit));
+    // Once the table is dropped, the kept check is no longer the database's: the same program
+    // is checked again, and refused.
+    assert_eq!(execute(&mut kit, "DROP TABLE orders", None).status(), "success");
+    assert!(!kept(&kit));
+    assert_eq!(execute(&mut kit, select, None).status(), "validation_error");
+}
+
+#[test]
+fn a_kept_check_is_found_only_for_the_same_program_catalog_and_schema() {
+    let checks = Checks::default();
+    let (program, checked): (Json, Checked) = (json!("SELECT 1"), Arc::new(Vec::new()));
+    let snapshot = CatalogSnapshot::new(Vec::new());
+    checks.keep(&program, Some(&snapshot), 7, checked.clone());
+    let found = checks.get(&program, Some(&snapshot), 7).expect("the same program, catalog and schema");
+    assert!(Arc::ptr_eq(&found, &checked));
+    assert!(checks.get(&program, Some(&snapshot), 8).is_none(), "the schema moved");
+    assert!(checks.get(&program, None, 7).is_none(), "another catalog");
+    assert!(checks.get(&json!("SELECT 2"), Some(&snapshot), 7).is_none(), "another program");
+    assert!(checks.get(&json!(["SELECT 1"]), Some(&snapshot), 7).is_none(), "not SQL text");
+}
+
+#[test]
+fn the_kept_checks_are_bounded_in_count_and_program_length() {
+    let checks = Checks::default();
+    let long = json!("x".repeat(KEPT_BYTES + 1));
+    checks.keep(&long, None, 1, Arc::new(Vec::new()));
+    assert!(checks.get(&long, None, 1).is_none(), "a program over {KEPT_BYTES} bytes is not kept");
+    for n in 0..=KEPT {
+        checks.keep(&json!(format!("SELECT {n}")), None, 1, Arc::new(Vec::new()));
+    }
+    assert!(checks.get(&json!("SELECT 0"), None, 1).is_none(), "the oldest went first");
+    assert!(checks.get(&json!("SELECT 1"), None, 1).is_some());
+    assert!(checks.get(&json!(format!("SELECT {KEPT}")), None, 1).is_some());
+    for n in 1..=KEPT {
+        assert!(checks.get(&json!(format!("SELECT {n}")), None, 1).is_some(), "SELECT {n}");
+    }
 }

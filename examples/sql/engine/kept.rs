@@ -1,0 +1,63 @@
+//! Programs whose validation found no error, kept for the run that usually follows: a run
+//! checks its program again before its first statement, and parsing, resolving and preparing
+//! the SQL was most of that check (30% of a three-statement run's instructions).
+//!
+//! A check's result depends on the program's text, on the catalog it resolved names against
+//! (the snapshot's version, a digest of every entry) and on the database's schema (SQLite's
+//! `schema_version`, which every schema change moves). A run finds a kept check only when all
+//! three are the same; anything else is checked again, as before.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use pilotage::engine::CatalogSnapshot;
+use pilotage::prelude::*;
+
+use super::check::Analysis;
+use super::text::Statement;
+
+/// The statements of one checked program, with what was learned about each.
+pub type Checked = Arc<Vec<(Statement, Analysis)>>;
+
+/// How many checks are kept (the oldest goes first), and the longest program text kept.
+pub const KEPT: usize = 16;
+pub const KEPT_BYTES: usize = 64 * 1024;
+
+#[derive(PartialEq, Eq)]
+struct Key {
+    program: String,
+    catalog: Option<String>,
+    schema: i64,
+}
+
+impl Key {
+    fn of(program: &Json, catalog: Option<&CatalogSnapshot>, schema: i64) -> Option<Key> {
+        let program = program.as_str().filter(|text| text.len() <= KEPT_BYTES)?.to_owned();
+        Some(Key { program, catalog: catalog.map(|c| c.version().to_owned()), schema })
+    }
+}
+
+/// The kept checks of one database.
+#[derive(Default)]
+pub struct Checks(Mutex<VecDeque<(Key, Checked)>>);
+
+impl Checks {
+    /// Keep `checked`, the whole result of a check of `program` against `catalog` at `schema`
+    /// that reported no error and was not cancelled.
+    pub fn keep(&self, program: &Json, catalog: Option<&CatalogSnapshot>, schema: i64, checked: Checked) {
+        let Some(key) = Key::of(program, catalog, schema) else { return };
+        let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        kept.retain(|(k, _)| *k != key);
+        if kept.len() == KEPT {
+            kept.pop_front();
+        }
+        kept.push_back((key, checked));
+    }
+
+    /// The kept check of `program` against `catalog` at `schema`, if there is one.
+    pub fn get(&self, program: &Json, catalog: Option<&CatalogSnapshot>, schema: i64) -> Option<Checked> {
+        let key = Key::of(program, catalog, schema)?;
+        let kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        kept.iter().rev().find(|(k, _)| *k == key).map(|(_, checked)| checked.clone())
+    }
+}
