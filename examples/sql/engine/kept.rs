@@ -19,9 +19,11 @@ use super::text::Statement;
 /// The statements of one checked program, with what was learned about each.
 pub type Checked = Arc<Vec<(Statement, Analysis)>>;
 
-/// How many checks are kept (the oldest goes first), and the longest program text kept.
-pub const KEPT: usize = 16;
-pub const KEPT_BYTES: usize = 64 * 1024;
+/// How many checks are kept (the oldest goes first), and the longest program text kept: a
+/// check holds its statements' tokens (tens of bytes each), so each session's database keeps at
+/// most a few programs of a few pages each. An agent runs the program it just validated.
+pub const KEPT: usize = 4;
+pub const KEPT_BYTES: usize = 8 * 1024;
 
 #[derive(PartialEq, Eq)]
 struct Key {
