@@ -19,6 +19,8 @@ mod evidence;
 mod execute;
 mod policy;
 mod proxy;
+#[path = "../common/recent.rs"]
+mod recent;
 mod rounds;
 mod surface;
 

@@ -1,11 +1,12 @@
 //! What the gate knows of the upstream's Pilotage surface (which tools validate and execute
 //! programs, of which Language, under which argument), and the validations it saw.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::collections::HashMap;
 
 use rmcp::model::Tool;
 use serde_json::Value;
+
+use crate::recent::Recent;
 
 /// The Pilotage extension's identifier: the `_meta` key of program declarations.
 pub const EXT: &str = "io.github.jafarsa0/pilotage";
@@ -105,8 +106,13 @@ const KEPT_BYTES: usize = 1 << 20;
 /// The validations the host's model ran, newest last, keyed by the exact program: the
 /// Language, the program and the context as JSON text. Bounded: [`KEPT`] entries of at most
 /// [`KEPT_BYTES`]; a program not kept is validated again by the gate at execute time.
-#[derive(Default)]
-pub struct Validations(Mutex<VecDeque<(String, Value)>>);
+pub struct Validations(Recent<String, Value>);
+
+impl Default for Validations {
+    fn default() -> Self {
+        Validations(Recent::new(KEPT))
+    }
+}
 
 /// The key of one program: exact, so that any change (a byte of the program or the context)
 /// is another program.
@@ -117,20 +123,13 @@ pub fn key(language: &str, program: &Value, context: &Value) -> String {
 impl Validations {
     /// Keep `response` (a validate result's `structuredContent`) for `key`.
     pub fn keep(&self, key: String, response: Value) {
-        if key.len() > KEPT_BYTES {
-            return;
+        if key.len() <= KEPT_BYTES {
+            self.0.keep(key, response);
         }
-        let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        kept.retain(|(k, _)| *k != key);
-        if kept.len() == KEPT {
-            kept.pop_front();
-        }
-        kept.push_back((key, response));
     }
 
     /// The latest validation kept for `key`.
     pub fn get(&self, key: &str) -> Option<Value> {
-        let kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        kept.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.clone())
+        self.0.get(key)
     }
 }

@@ -7,13 +7,13 @@
 //! `schema_version`, which every schema change moves). A run finds a kept check only when all
 //! three are the same; anything else is checked again, as before.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use pilotage::engine::CatalogSnapshot;
 use pilotage::prelude::*;
 
 use super::check::Analysis;
+use super::recent::Recent;
 use super::text::Statement;
 
 /// The statements of one checked program, with what was learned about each.
@@ -40,26 +40,25 @@ impl Key {
 }
 
 /// The kept checks of one database.
-#[derive(Default)]
-pub struct Checks(Mutex<VecDeque<(Key, Checked)>>);
+pub struct Checks(Recent<Key, Checked>);
+
+impl Default for Checks {
+    fn default() -> Self {
+        Checks(Recent::new(KEPT))
+    }
+}
 
 impl Checks {
     /// Keep `checked`, the whole result of a check of `program` against `catalog` at `schema`
     /// that reported no error and was not cancelled.
     pub fn keep(&self, program: &Json, catalog: Option<&CatalogSnapshot>, schema: i64, checked: Checked) {
-        let Some(key) = Key::of(program, catalog, schema) else { return };
-        let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        kept.retain(|(k, _)| *k != key);
-        if kept.len() == KEPT {
-            kept.pop_front();
+        if let Some(key) = Key::of(program, catalog, schema) {
+            self.0.keep(key, checked);
         }
-        kept.push_back((key, checked));
     }
 
     /// The kept check of `program` against `catalog` at `schema`, if there is one.
     pub fn get(&self, program: &Json, catalog: Option<&CatalogSnapshot>, schema: i64) -> Option<Checked> {
-        let key = Key::of(program, catalog, schema)?;
-        let kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        kept.iter().rev().find(|(k, _)| *k == key).map(|(_, checked)| checked.clone())
+        self.0.get(&Key::of(program, catalog, schema)?)
     }
 }

@@ -33,6 +33,8 @@ mod digest;
 pub(crate) mod kept;
 #[path = "../../common/placeholders.rs"]
 mod placeholders;
+#[path = "../../common/recent.rs"]
+mod recent;
 mod run;
 #[allow(dead_code)] // `change`: a schema change drops the snapshot even when it fails
 #[path = "../../common/snapshot_cache.rs"]
