@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use pilotage::engine::catalog::edit_distance;
 use pilotage::engine::Signal;
@@ -142,7 +142,7 @@ fn span_range(s: Span) -> TextRange {
 pub fn validate(db: &Mutex<Db>, program: &Json, v: &mut Validation<SqlCode, SqlRisk>) {
     let db = db.lock().unwrap_or_else(|p| p.into_inner());
     let schema = db.schema_version();
-    let checked = check(&db, program, v);
+    let checked = check(&db, schema, program, v);
     if v.has_errors() || v.is_cancelled() {
         return;
     }
@@ -153,13 +153,19 @@ pub fn validate(db: &Mutex<Db>, program: &Json, v: &mut Validation<SqlCode, SqlR
         }
     }
     if let Some(schema) = schema {
-        db.checks.keep(program, v.catalog(), schema, std::sync::Arc::new(checked));
+        db.checks.keep(program, v.catalog(), schema, Arc::new(checked));
     }
 }
 
-/// Check every statement of `program`, reporting findings on `v`; the statements that passed
-/// with what was learned about them (all of them when `v` has no error).
-pub fn check(db: &Db, program: &Json, v: &mut Validation<SqlCode, SqlRisk>) -> Vec<(Statement, Analysis)> {
+/// Check every statement of `program` against the database at `schema` (its `schema_version`,
+/// just read), reporting findings on `v`; the statements that passed with what was learned
+/// about them (all of them when `v` has no error).
+pub fn check(
+    db: &Db,
+    schema: Option<i64>,
+    program: &Json,
+    v: &mut Validation<SqlCode, SqlRisk>,
+) -> Vec<(Statement, Analysis)> {
     let (src, statements) = match text::statements(program, &SQLiteDialect {}) {
         Ok(found) => found,
         Err(e) => {
@@ -171,7 +177,7 @@ pub fn check(db: &Db, program: &Json, v: &mut Validation<SqlCode, SqlRisk>) -> V
             return Vec::new();
         }
     };
-    let visible = Visible::new(v.catalog(), db.tables());
+    let visible = Visible::new(v.catalog(), db.tables_at(schema));
     let mut dropped: Vec<String> = Vec::new();
     let mut checked = Vec::new();
     HINTS_LEFT.with(|h| h.set(MAX_HINT_LOOKUPS));

@@ -344,7 +344,11 @@ impl Db {
     /// `schema_version`, which every schema change moves): reading them costs a query per
     /// table, and every validation and run reads them (22% of a small run's instructions).
     pub fn tables(&self) -> Vec<Table> {
-        let version = self.schema_version();
+        self.tables_at(self.schema_version())
+    }
+
+    /// [`Db::tables`] where the caller has just read the schema's `version`.
+    pub fn tables_at(&self, version: Option<i64>) -> Vec<Table> {
         let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
         if let (Some(version), Some((at, tables))) = (version, kept.as_ref()) {
             if *at == version {

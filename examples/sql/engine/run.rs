@@ -5,7 +5,7 @@
 //! per table reference (`stmt-N.ref-K`, calling the entry). The first failing statement ends
 //! the run and rolls the whole transaction back.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use pilotage::engine::{Budget, Failure};
@@ -123,16 +123,16 @@ pub fn execute(db: &Mutex<Db>, program: &Json, run: &mut Run<SqlStatus>) -> (Fin
     let db = db.lock().unwrap_or_else(|p| p.into_inner());
     // The check of this program's validation, when the catalog and the schema have not moved
     // since (`kept.rs`); checked again otherwise.
-    let kept = db.schema_version().and_then(|schema| db.checks.get(program, run.catalog(), schema));
-    let checked = match kept {
+    let schema = db.schema_version();
+    let checked = match schema.and_then(|schema| db.checks.get(program, run.catalog(), schema)) {
         Some(checked) => checked,
         None => {
             let mut v = Validation::<SqlCode, SqlRisk>::new(&run.validation_request());
-            let checked = check::check(&db, program, &mut v);
+            let checked = check::check(&db, schema, program, &mut v);
             if v.has_errors() {
                 return (Finish::error("the program no longer validates against this database"), false);
             }
-            std::sync::Arc::new(checked)
+            Arc::new(checked)
         }
     };
     let mut names: Vec<String> = Vec::new();

@@ -392,8 +392,8 @@ fn a_run_uses_its_validations_check_only_while_the_schema_stands() {
     assert!(v(&mut kit, select).valid);
     let ran = execute(&mut kit, select, None);
     assert_eq!(ran.response.output, Some(json!({"columns": ["item"], "rows": [["keyboard"]]})));
-    // The validation's check was kept, and the run found it.
-    // Every caller sees the one cached snapshot, the validation's.
+    // The validation's check is kept (every caller sees the one cached snapshot, the
+    // validation's).
     let snapshot = kit.engine().catalog_snapshot(&Caller::new("any"));
     let kept = |kit: &Kit<Sql>| {
         let db = kit.engine().db();
