@@ -27,7 +27,8 @@
 //! declared `#[loop_tool(validate, inline)]`), `FAIR_CACHE=N` (`Limits::revalidation_cache =
 //! N`), `FAIR_ALLOC=mimalloc` (every side and the load generator on mimalloc), `FAIR_THREADS=1`
 //! (each HTTP window's server CPU per call by thread group), `FAIR_EXE` (the binary the HTTP
-//! servers run as, by default this one). `FAIR_PROFILE=pilotage` (or `naive`, `careful`) runs one
+//! servers run as, by default this one), `FAIR_ACCEPT=SSE` or `JSON` and `FAIR_CLIENTS=1,64`
+//! (only those HTTP rows). `FAIR_PROFILE=pilotage` (or `naive`, `careful`) runs one
 //! side alone in process for `FAIR_SECONDS` (default 5) per path, or `FAIR_CALLS` calls, to run
 //! under a profiler. `cargo bench --bench fair`; never a timed assertion.
 
@@ -211,6 +212,9 @@ async fn bench() {
     let seconds: f64 = env_or("FAIR_SECONDS", 1.5);
     let http = env_or("FAIR_HTTP", 1) != 0;
     let only: String = env_or("FAIR_ONLY", String::new());
+    let accepts: String = env_or("FAIR_ACCEPT", String::new());
+    let counts: Vec<usize> =
+        env_or("FAIR_CLIENTS", String::new()).split(',').filter_map(|c| c.trim().parse().ok()).collect();
     let started = Instant::now();
     if PATHS[3].label.contains(only.as_str()) {
         same_sql_results().await;
@@ -248,8 +252,10 @@ async fn bench() {
         if !http {
             continue;
         }
-        for (sse, accept) in [(true, "SSE"), (false, "plain JSON")] {
-            for clients in [1, 8, 64] {
+        for (sse, accept) in
+            [(true, "SSE"), (false, "plain JSON")].into_iter().filter(|(_, a)| a.contains(&accepts))
+        {
+            for clients in [1, 8, 64].into_iter().filter(|c| counts.is_empty() || counts.contains(c)) {
                 let (mut naive, mut careful, mut shares) = (Vec::new(), Vec::new(), Vec::new());
                 for _ in 0..rounds {
                     let ([n, c], share) = http::round(path, clients, sse, seconds).await;
