@@ -9,7 +9,6 @@
 // A server or test that hosts several engines includes this file once per engine.
 #![allow(clippy::duplicate_mod)]
 
-use std::borrow::Borrow;
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
@@ -40,11 +39,9 @@ impl<K: PartialEq, V: Clone> Recent<K, V> {
         }
     }
 
-    /// The value kept for `key`, if any.
-    pub fn get<Q: PartialEq + ?Sized>(&self, key: &Q) -> Option<V>
-    where
-        K: Borrow<Q>,
-    {
-        self.kept().iter().rev().find(|(k, _)| k.borrow() == key).map(|(_, v)| v.clone())
+    /// The newest value whose key `matches` (a look-up that borrows what it compares, where
+    /// building a key would copy it).
+    pub fn find(&self, matches: impl Fn(&K) -> bool) -> Option<V> {
+        self.kept().iter().rev().find(|(k, _)| matches(k)).map(|(_, v)| v.clone())
     }
 }

@@ -130,6 +130,6 @@ impl Validations {
 
     /// The latest validation kept for `key`.
     pub fn get(&self, key: &str) -> Option<Value> {
-        self.0.get(key)
+        self.0.find(|k| k == key)
     }
 }

@@ -34,9 +34,22 @@ struct Key {
 
 impl Key {
     fn of(program: &Json, catalog: Option<&CatalogSnapshot>, schema: i64) -> Option<Key> {
-        let program = program.as_str().filter(|text| text.len() <= KEPT_BYTES)?.to_owned();
+        let program = text(program)?.to_owned();
         Some(Key { program, catalog: catalog.map(|c| c.version().to_owned()), schema })
     }
+
+    /// Whether this is the key of `program` against `catalog` at `schema` (compared in place:
+    /// a run looks its check up without copying its program).
+    fn is(&self, program: &str, catalog: Option<&CatalogSnapshot>, schema: i64) -> bool {
+        self.schema == schema
+            && self.catalog.as_deref() == catalog.map(|c| c.version())
+            && self.program == program
+    }
+}
+
+/// The text of a program short enough to keep its check.
+fn text(program: &Json) -> Option<&str> {
+    program.as_str().filter(|text| text.len() <= KEPT_BYTES)
 }
 
 /// The kept checks of one database.
@@ -59,6 +72,7 @@ impl Checks {
 
     /// The kept check of `program` against `catalog` at `schema`, if there is one.
     pub fn get(&self, program: &Json, catalog: Option<&CatalogSnapshot>, schema: i64) -> Option<Checked> {
-        self.0.get(&Key::of(program, catalog, schema)?)
+        let program = text(program)?;
+        self.0.find(|key| key.is(program, catalog, schema))
     }
 }
