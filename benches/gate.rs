@@ -1,14 +1,17 @@
 //! What the `gate` example adds to a safe validate+execute over stdio: rmcp's client talks to
 //! (a) the `workflow` example directly, (b) the gate in front of it (`gate -- workflow`), and
 //! (c) a byte relay in front of it (this bench's own binary re-run as a process that copies
-//! stdin to the server and the server's stdout back, reading nothing), all child processes over
+//! stdin to the server and the server's stdout back, reading nothing, on one thread that looks
+//! for the next chunk for 1 ms before it sleeps, as the gate does), all child processes over
 //! stdio, up side by side. The relay is the floor of any proxy: the two process hops a request
 //! takes through it, with no work of its own.
 //!
 //! One operation is what a model does for a safe program: `validate_workflow` then
-//! `run_workflow` of the same program (a one-step read of a user profile). Through the gate, the
-//! execute is gated on the validation it saw (no second validation), found safe, audited (to
-//! stderr, discarded here) and forwarded with the validation's `expected_catalog_version`.
+//! `run_workflow` of the same program (a one-step read of a user profile) with the validation's
+//! `expected_catalog_version`, as the execute tool's description asks, on every side. Through
+//! the gate, the execute is gated on the validation it saw (no second validation), found safe,
+//! audited (to stderr, discarded here) and forwarded with the validation's catalog version: the
+//! gate's fast path, which relays the four messages as bytes (`examples/gate/splice.rs`).
 //!
 //! Each round alternates batches of `GATE_BATCH` operations (default 20) on each side,
 //! `GATE_PAIRS` pairs (default 7) with the first side swapped each pair, so a change in the
@@ -117,8 +120,11 @@ async fn operation(side: &Side) {
     let validated = side.service.call_tool(call("validate_workflow", json!({"workflow": program}))).await;
     let validated = validated.expect("validate answers").structured_content.expect("structured");
     assert_eq!(validated["valid"], true, "{}: {validated}", side.name);
-    let ran =
-        side.service.call_tool(call("run_workflow", json!({"workflow": program, "input": {"userId": "42"}})));
+    // Every side's host passes the validation's catalog version, as the execute tool's
+    // description asks (through the gate it is the same value the gate forwards with).
+    let version = validated["catalog_version"].clone();
+    let args = json!({"workflow": program, "input": {"userId": "42"}, "expected_catalog_version": version});
+    let ran = side.service.call_tool(call("run_workflow", args));
     let ran = ran.await.expect("execute answers").structured_content.expect("structured");
     assert_eq!(ran["outcome"]["ok"], true, "{}: {ran}", side.name);
 }
@@ -140,28 +146,60 @@ fn median<T: Copy + PartialOrd>(mut v: Vec<T>) -> T {
 /// server command in its arguments.
 const RELAY: &str = "GATE_BENCH_RELAY";
 
-/// Side (c): copy stdin to the server's stdin and the server's stdout to stdout, each on a
-/// thread of its own blocked in `read`, flushing every chunk as it comes.
+/// Side (c): copy stdin to the server's stdin and the server's stdout to stdout, reading
+/// nothing, on one thread as the gate does: both non-blocking, looked at for 1 ms after the last
+/// chunk (yielding the core between looks) before sleeping in `poll`, as the gate's `--linger-us`
+/// default does.
 fn relay(server: &str) {
-    use std::io::{Read, Write};
-    fn pump(mut from: impl Read, mut to: impl Write) {
-        let mut buf = vec![0u8; 64 * 1024];
-        while let Ok(n @ 1..) = from.read(&mut buf) {
-            if to.write_all(&buf[..n]).and_then(|()| to.flush()).is_err() {
-                break;
-            }
-        }
-    }
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let linger = Duration::from_micros(1000);
     let mut child = std::process::Command::new(server)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("the server starts");
-    let (stdin, stdout) = (child.stdin.take().expect("piped"), child.stdout.take().expect("piped"));
-    let up = std::thread::spawn(move || pump(std::io::stdin().lock(), stdin));
-    pump(stdout, std::io::stdout().lock());
-    let _ = up.join();
+    let (mut cin, cout) = (child.stdin.take().expect("piped"), child.stdout.take().expect("piped"));
+    let fds = [0, cout.as_raw_fd()];
+    for fd in fds {
+        unsafe {
+            let fl = libc::fcntl(fd, libc::F_GETFL);
+            libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK);
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut last = Instant::now();
+    'outer: loop {
+        let mut got = false;
+        for (k, fd) in fds.iter().enumerate() {
+            let n = unsafe { libc::read(*fd, buf.as_mut_ptr().cast(), buf.len()) };
+            if n == 0 {
+                break 'outer;
+            }
+            if n > 0 {
+                got = true;
+                let data = &buf[..n as usize];
+                let ok = if k == 0 {
+                    cin.write_all(data).and_then(|()| cin.flush())
+                } else {
+                    out.write_all(data).and_then(|()| out.flush())
+                };
+                if ok.is_err() {
+                    break 'outer;
+                }
+            }
+        }
+        if got {
+            last = Instant::now();
+        } else if last.elapsed() < linger {
+            std::thread::yield_now();
+        } else {
+            let mut p = fds.map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
+            unsafe { libc::poll(p.as_mut_ptr(), 2, -1) };
+        }
+    }
     let _ = child.kill();
     let _ = child.wait();
 }

@@ -6,6 +6,7 @@
 use pilotage::host::{decide, decide_promoted, GateDecision, GateReason};
 use pilotage::model::catalog::CatalogEntry;
 use pilotage::model::plan::ValidateResponse;
+use serde::Deserialize;
 use serde_json::Value;
 
 /// What the gate knows of a program's risk.
@@ -25,13 +26,35 @@ pub enum Risk {
     Unknown,
 }
 
+/// What of a validation decides: the plan (a Language that declares one: references the server
+/// may send anyway are not looked at) or the references' entries (one that does not: a plan
+/// sent anyway is not looked at).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decides {
+    /// The plan.
+    Plan,
+    /// The references' catalog entries.
+    References,
+}
+
 impl Risk {
     /// The library's verdict on an inline program: `validation` is the validate response as
-    /// received, `entries` the catalog entries of its references (as looked up).
-    pub fn of_validation(language: &str, program: &Value, validation: &Value, entries: &[Value]) -> Risk {
-        let Ok(validation) = serde_json::from_value::<ValidateResponse>(validation.clone()) else {
+    /// received, of which only what `decides` is read, `entries` the catalog entries of its
+    /// references (as looked up).
+    pub fn of_validation(
+        language: &str,
+        program: &Value,
+        validation: &Value,
+        decides: Decides,
+        entries: &[Value],
+    ) -> Risk {
+        let Ok(mut validation) = ValidateResponse::deserialize(validation) else {
             return Risk::Unknown;
         };
+        match decides {
+            Decides::Plan => validation.references = None,
+            Decides::References => validation.plan = None,
+        }
         let entries: Vec<CatalogEntry> =
             entries.iter().filter_map(|e| serde_json::from_value(e.clone()).ok()).collect();
         Risk::of(&decide(language, program, &validation, &entries))
@@ -80,7 +103,7 @@ impl Risk {
 
 #[cfg(test)]
 mod tests {
-    use super::Risk;
+    use super::{Decides, Risk};
     use serde_json::{json, Value};
 
     const SAFE: &str = r#"{"readOnly": true, "destructive": false, "openWorld": false}"#;
@@ -107,18 +130,33 @@ mod tests {
     #[test]
     fn the_librarys_verdicts_read_as_the_gates_risk() {
         let p = json!({});
-        assert_eq!(Risk::of_validation("l/1", &p, &planned(SAFE, &[SAFE]), &[]), Risk::Safe);
+        assert_eq!(Risk::of_validation("l/1", &p, &planned(SAFE, &[SAFE]), Decides::Plan, &[]), Risk::Safe);
         let gone = Risk::Risky { destructive: true, open_world: false };
-        assert_eq!(Risk::of_validation("l/1", &p, &planned(GONE, &[GONE]), &[]), gone);
-        assert_eq!(Risk::of_validation("l/1", &p, &planned(SAFE, &[SAFE, GONE]), &[]), gone, "understated");
+        assert_eq!(Risk::of_validation("l/1", &p, &planned(GONE, &[GONE]), Decides::Plan, &[]), gone);
+        assert_eq!(
+            Risk::of_validation("l/1", &p, &planned(SAFE, &[SAFE, GONE]), Decides::Plan, &[]),
+            gone,
+            "understated"
+        );
         let refs = json!({"valid": true, "diagnostics": [], "references": ["a", "b"]});
         let both = Risk::Risky { destructive: true, open_world: true };
-        assert_eq!(Risk::of_validation("l/1", &p, &refs, &[entry("a", GONE), entry("b", OUT)]), both);
-        assert_eq!(Risk::of_validation("l/1", &p, &refs, &[entry("a", SAFE)]), Risk::Unknown, "b is missing");
-        let bare = json!({"valid": true, "diagnostics": []});
-        assert_eq!(Risk::of_validation("l/1", &p, &bare, &[]), Risk::Unknown, "no plan, no references");
         assert_eq!(
-            Risk::of_validation("l/1", &p, &json!({"valid": true}), &[]),
+            Risk::of_validation("l/1", &p, &refs, Decides::References, &[entry("a", GONE), entry("b", OUT)]),
+            both
+        );
+        assert_eq!(
+            Risk::of_validation("l/1", &p, &refs, Decides::References, &[entry("a", SAFE)]),
+            Risk::Unknown,
+            "b is missing"
+        );
+        let bare = json!({"valid": true, "diagnostics": []});
+        assert_eq!(
+            Risk::of_validation("l/1", &p, &bare, Decides::References, &[]),
+            Risk::Unknown,
+            "no plan, no references"
+        );
+        assert_eq!(
+            Risk::of_validation("l/1", &p, &json!({"valid": true}), Decides::Plan, &[]),
             Risk::Unknown,
             "not a response"
         );

@@ -6,7 +6,7 @@
 use rmcp::model::ErrorData;
 use serde_json::{json, Value};
 
-use crate::decide::Risk;
+use crate::decide::{Decides, Risk};
 use crate::proxy::Inner;
 use crate::surface::{key, Language};
 
@@ -104,38 +104,55 @@ pub async fn inline(
             }
         }
     };
-    let invalid = response["valid"] != Value::Bool(true)
-        || response["diagnostics"].as_array().into_iter().flatten().any(|d| d["severity"] == "error");
-    let catalog_version = response["catalog_version"].as_str().map(str::to_owned);
-    let mut evidence = if language.plan {
-        // The plan decides; references a server may send anyway are not looked at.
-        match response.get("plan").filter(|p| p.is_object()) {
-            Some(plan) => {
-                let mut judged = response.clone();
-                judged.as_object_mut().map(|o| o.remove("references"));
-                Evidence {
-                    risk: Risk::of_validation(&language.name, program, &judged, &[]),
-                    source: Source::Plan,
-                    plan: Some(plan.clone()),
-                    entries: Vec::new(),
-                    catalog_version: None,
-                    gap: None,
-                    invalid,
-                    validated_here,
-                }
-            }
-            None => Evidence::missing("the Language declares a plan, but the validation returned none"),
-        }
-    } else {
-        references(inner, language, program, &response).await?
+    if language.plan {
+        return Ok(of_plan(language, program, &response, validated_here));
+    }
+    let mut evidence = references(inner, language, program, &response).await?;
+    finish(&mut evidence, &response, validated_here);
+    Ok(evidence)
+}
+
+/// The evidence for an inline `program` of a Language that declares a plan, from the validation
+/// of that exact program kept from the host's own validate call: `None` when none is kept (or the
+/// Language declares no plan, whose references need catalog lookups).
+pub fn kept(inner: &Inner, language: &Language, program: &Value, context: &Value) -> Option<Evidence> {
+    if !language.plan {
+        return None;
+    }
+    let response = inner.validations.get(&key(&language.name, program, context))?;
+    Some(of_plan(language, program, &response, false))
+}
+
+/// The evidence of `response`, the validation of `program` in a Language that declares a plan:
+/// the plan decides; references a server may send anyway are not looked at.
+fn of_plan(language: &Language, program: &Value, response: &Value, validated_here: bool) -> Evidence {
+    let mut evidence = match response.get("plan").filter(|p| p.is_object()) {
+        Some(plan) => Evidence {
+            risk: Risk::of_validation(&language.name, program, response, Decides::Plan, &[]),
+            source: Source::Plan,
+            plan: Some(plan.clone()),
+            entries: Vec::new(),
+            catalog_version: None,
+            gap: None,
+            invalid: false,
+            validated_here: false,
+        },
+        None => Evidence::missing("the Language declares a plan, but the validation returned none"),
     };
+    finish(&mut evidence, response, validated_here);
+    evidence
+}
+
+/// What every validation's evidence carries besides its risk: the catalog version, whether the
+/// validation stands with an error, whether the gate ran it, and why the risk is unknown.
+fn finish(evidence: &mut Evidence, response: &Value, validated_here: bool) {
     if evidence.risk == Risk::Unknown && evidence.gap.is_none() {
         evidence.gap = Some("the risk hints are missing or unreadable".into());
     }
-    evidence.catalog_version = catalog_version;
-    evidence.invalid = invalid;
+    evidence.catalog_version = response["catalog_version"].as_str().map(str::to_owned);
+    evidence.invalid = response["valid"] != Value::Bool(true)
+        || response["diagnostics"].as_array().into_iter().flatten().any(|d| d["severity"] == "error");
     evidence.validated_here = validated_here;
-    Ok(evidence)
 }
 
 /// The aggregate of the server-provided `references`' catalog entries (a Language without a
@@ -162,10 +179,8 @@ async fn references(
             entries.push(entry);
         }
     }
-    let mut judged = response.clone();
-    judged.as_object_mut().map(|o| o.remove("plan"));
     Ok(Evidence {
-        risk: Risk::of_validation(&language.name, program, &judged, &entries),
+        risk: Risk::of_validation(&language.name, program, response, Decides::References, &entries),
         source: Source::References,
         plan: None,
         entries,

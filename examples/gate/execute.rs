@@ -29,6 +29,7 @@ async fn surface(inner: &Inner) -> Result<Arc<Surface>, ErrorData> {
     if let Some(surface) = &*known {
         return Ok(surface.clone());
     }
+    inner.surface_stale.store(false, std::sync::atomic::Ordering::Release);
     let peer = &inner.upstream()?.peer;
     let tools = tokio::time::timeout(OWN_CALL_TIMEOUT, peer.list_all_tools())
         .await
@@ -183,12 +184,8 @@ async fn gate(
         program_ref: id.as_deref(),
         evidence: &evidence,
     };
-    let (decision, by) = if evidence.invalid {
-        ("refused_invalid", "the gate: the validation stands with error-severity diagnostics".to_owned())
-    } else if !evidence.risk.needs_approval() {
-        ("safe", "nobody: no approval needed".to_owned())
-    } else if inner.policy.approves(&server, &language, evidence.risk) {
-        ("approved", format!("policy {}", inner.policy.file()))
+    let (decision, by) = if let Some(settled) = settled(inner, &q) {
+        settled
     } else if stateless(&context.meta) {
         // No server-to-client request on this revision: the question is the call's result.
         let can_ask = context.meta.client_capabilities().is_some_and(|c| c.elicitation.is_some());
@@ -218,6 +215,60 @@ async fn gate(
         person(ask::ask(inner.host(), &q, inner.ask_timeout, context.ct.cancelled()).await)
     };
     Ok(conclude(inner, &q, decision, by))
+}
+
+/// The decision on `q` that needs nobody to be asked, and who made it: refused (the validation
+/// stands with an error), safe (no approval needed), or approved by the policy; `None` when
+/// the person must be asked.
+fn settled(inner: &Inner, q: &Question<'_>) -> Option<(&'static str, String)> {
+    let evidence = q.evidence;
+    if evidence.invalid {
+        Some((
+            "refused_invalid",
+            "the gate: the validation stands with error-severity diagnostics".to_owned(),
+        ))
+    } else if !evidence.risk.needs_approval() {
+        Some(("safe", "nobody: no approval needed".to_owned()))
+    } else if inner.policy.approves(q.server, q.language, evidence.risk) {
+        Some(("approved", format!("policy {}", inner.policy.file())))
+    } else {
+        None
+    }
+}
+
+/// The fast path's decision on an execute of `name` with `arguments` (the splice decides it
+/// without rmcp, on its own thread): the catalog version to forward it with, when the decision
+/// is made from what the gate already holds (the surface, the kept validation of this exact
+/// inline program in a Language with a plan) and lets it through (safe, or approved by the
+/// policy), its audit line written. `None` leaves the call to [`call`], which asks the person,
+/// validates, looks entries up or refuses; nothing is written then.
+pub fn settled_forward(
+    inner: &Inner,
+    surface: &Surface,
+    tool: &ProgramTool,
+    name: &str,
+    arguments: &Value,
+) -> Option<Option<String>> {
+    let language = surface.language_of(tool, arguments)?;
+    let program = arguments.get(&tool.argument).filter(|p| !p.is_null())?;
+    if arguments.get("program_ref").is_some_and(|r| !r.is_null()) {
+        return None;
+    }
+    let evidence = evidence::kept(inner, language, program, &arguments["context"])?;
+    let server = inner.upstream().ok()?.info.server_info.name.clone();
+    let q = Question {
+        server: &server,
+        language: &language.name,
+        tool: name,
+        program: Some(program),
+        program_ref: None,
+        evidence: &evidence,
+    };
+    let (decision, by) = settled(inner, &q).filter(|(decision, _)| *decision != "refused_invalid")?;
+    match conclude(inner, &q, decision, by) {
+        Verdict::Forward(version) => Some(version),
+        Verdict::Refuse(_) | Verdict::Ask(_) => None,
+    }
 }
 
 /// Write the audit line of `decision` (made by `by`) on `q`, and answer.
@@ -282,5 +333,7 @@ fn digest(program: Option<&Value>, program_ref: Option<&str>) -> String {
         (None, Some(id)) => id.to_owned(),
         (None, None) => String::new(),
     };
-    Sha256::digest(bytes.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digest = Sha256::digest(bytes.as_bytes());
+    digest.iter().flat_map(|b| [HEX[usize::from(b >> 4)] as char, HEX[usize::from(b & 15)] as char]).collect()
 }

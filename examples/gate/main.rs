@@ -17,15 +17,19 @@ mod ask;
 mod decide;
 mod evidence;
 mod execute;
+mod names;
 mod policy;
 mod proxy;
 #[path = "../common/recent.rs"]
 mod recent;
 mod rounds;
+mod splice;
 mod surface;
 
+use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
-use std::process::ExitCode;
+use std::process::{ExitCode, Stdio};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -52,6 +56,11 @@ struct Cli {
     /// How long the person has to answer an approval question, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 600)]
     ask_timeout: u64,
+    /// How long, in microseconds, the gate looks for the next message after one before it
+    /// sleeps (yielding the core meanwhile): a sleeping process's wake-up costs each message
+    /// more than the gate's own work. 0 sleeps at once.
+    #[arg(long, value_name = "MICROSECONDS", default_value_t = 1000)]
+    linger_us: u64,
     /// The server's command and its arguments (after `--`), spawned with stdio.
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<String>,
@@ -71,32 +80,60 @@ async fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
-    let upstream = match (cli.endpoint, cli.command.is_empty()) {
-        (Some(url), _) => {
-            let bearer = match &cli.bearer_file {
-                Some(path) => Some(
-                    std::fs::read_to_string(path)
-                        .with_context(|| format!("reading the bearer token file {}", path.display()))?
-                        .trim_end()
-                        .to_owned(),
-                ),
-                None => None,
-            };
-            proxy::Upstream::Http { url, bearer }
-        }
-        (None, false) => proxy::Upstream::Command(cli.command),
-        (None, true) => anyhow::bail!("name the server: a command after `--`, or --endpoint URL"),
-    };
     let policy = match &cli.policy {
         Some(path) => policy::Policy::load(path)?,
         None => policy::Policy::default(),
     };
     let audit = policy::Audit::open(cli.audit.as_deref())?;
-    let gate = proxy::Gate::new(upstream, policy, audit, Duration::from_secs(cli.ask_timeout));
-    let served = gate
-        .serve(pilotage::transport::stdio::process_stdio())
-        .await
-        .context("the host did not initialize")?;
-    served.waiting().await.context("serving the host")?;
-    Ok(())
+    let ask_timeout = Duration::from_secs(cli.ask_timeout);
+    if let Some(url) = cli.endpoint {
+        let bearer = match &cli.bearer_file {
+            Some(path) => Some(
+                std::fs::read_to_string(path)
+                    .with_context(|| format!("reading the bearer token file {}", path.display()))?
+                    .trim_end()
+                    .to_owned(),
+            ),
+            None => None,
+        };
+        let gate = proxy::Gate::new(proxy::Upstream::Http { url, bearer }, policy, audit, ask_timeout);
+        let served = gate
+            .serve(pilotage::transport::stdio::process_stdio())
+            .await
+            .context("the host did not initialize")?;
+        served.waiting().await.context("serving the host")?;
+        return Ok(());
+    }
+    // A server the gate spawns: the splice owns both stdio pairs and hands the rmcp gate what
+    // it does not settle itself, over two socket pairs.
+    let (program, args) =
+        cli.command.split_first().context("name the server: a command after `--`, or --endpoint URL")?;
+    let child = std::process::Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .with_context(|| format!("starting the server `{program}`"))?;
+    let (to_host, host_side) = UnixStream::pair()?;
+    let (to_server, server_side) = UnixStream::pair()?;
+    let upstream = proxy::Upstream::Spliced(Mutex::new(Some(to_server)));
+    let gate = proxy::Gate::new(upstream, policy, audit, ask_timeout);
+    let splice = splice::Splice::new(
+        gate.0.clone(),
+        child,
+        host_side,
+        server_side,
+        Duration::from_micros(cli.linger_us),
+    )?;
+    let relay = std::thread::Builder::new().name("gate-splice".into()).spawn(move || splice.run())?;
+    to_host.set_nonblocking(true)?;
+    let (read, write) = tokio::net::UnixStream::from_std(to_host)?.into_split();
+    let served = gate.serve((read, write)).await.context("the host did not initialize");
+    let waited = match served {
+        Ok(served) => served.waiting().await.map(drop).context("serving the host"),
+        Err(e) => Err(e),
+    };
+    let _ = relay.join();
+    waited
 }

@@ -9,7 +9,7 @@
 //! under the host's token, and a cancellation by the host cancels the upstream request.
 
 use std::collections::HashMap;
-use std::process::Stdio;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -36,8 +36,9 @@ use crate::surface::{Surface, Validations};
 /// Where the real server is.
 #[derive(Debug)]
 pub enum Upstream {
-    /// A command (and its arguments) spawned with its stdin and stdout as the MCP channel.
-    Command(Vec<String>),
+    /// A server the gate spawned, reached through the fast path's socket (see [`crate::splice`]):
+    /// taken when the host initializes.
+    Spliced(Mutex<Option<std::os::unix::net::UnixStream>>),
     /// A Streamable HTTP endpoint, with an optional bearer token.
     Http {
         /// The endpoint's URL.
@@ -54,7 +55,6 @@ pub struct Connected {
     /// The upstream's `initialize` result, as received.
     pub info: InitializeResult,
     _running: RunningService<RoleClient, Backward>,
-    _child: Option<tokio::process::Child>,
 }
 
 /// How long the gate waits for the server to answer a call it makes itself (the tool list,
@@ -73,6 +73,9 @@ pub struct Inner {
     progress: Mutex<HashMap<ProgressToken, ProgressToken>>,
     /// The upstream's Pilotage surface, learned on the first execute and after list changes.
     pub surface: tokio::sync::Mutex<Option<Arc<Surface>>>,
+    /// Set when the server said its tool list changed, until the surface is learned again:
+    /// the fast path does not use a surface that may be stale.
+    pub surface_stale: AtomicBool,
     /// Validations the host's model ran, by exact program.
     pub validations: Validations,
     /// The approval questions open with a stateless host.
@@ -103,6 +106,7 @@ impl Gate {
             host: OnceCell::new(),
             progress: Mutex::new(HashMap::new()),
             surface: tokio::sync::Mutex::new(None),
+            surface_stale: AtomicBool::new(false),
             validations: Validations::default(),
             rounds: Rounds::default(),
             policy,
@@ -135,21 +139,12 @@ impl Inner {
     async fn connect(self: &Arc<Self>) -> anyhow::Result<Connected> {
         let backward = Backward(self.clone());
         match &self.upstream {
-            Upstream::Command(command) => {
-                let (program, args) = command.split_first().context("an empty server command")?;
-                let mut child = tokio::process::Command::new(program)
-                    .args(args)
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::inherit())
-                    .kill_on_drop(true)
-                    .spawn()
-                    .with_context(|| format!("starting the server `{program}`"))?;
-                let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
-                    anyhow::bail!("the server's stdio could not be piped");
-                };
-                let running = backward.serve((stdout, stdin)).await.context("initializing the server")?;
-                Ok(Connected::new(running, Some(child)))
+            Upstream::Spliced(socket) => {
+                let socket = lock(socket).take().context("the server's socket was taken already")?;
+                socket.set_nonblocking(true)?;
+                let (read, write) = tokio::net::UnixStream::from_std(socket)?.into_split();
+                let running = backward.serve((read, write)).await.context("initializing the server")?;
+                Ok(Connected::new(running))
             }
             Upstream::Http { url, bearer } => {
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
@@ -158,7 +153,7 @@ impl Inner {
                 }
                 let transport = StreamableHttpClientTransport::from_config(config);
                 let running = backward.serve(transport).await.context("initializing the server")?;
-                Ok(Connected::new(running, None))
+                Ok(Connected::new(running))
             }
         }
     }
@@ -212,7 +207,7 @@ impl Inner {
 }
 
 impl Connected {
-    fn new(running: RunningService<RoleClient, Backward>, child: Option<tokio::process::Child>) -> Connected {
+    fn new(running: RunningService<RoleClient, Backward>) -> Connected {
         let mut info = InitializeResult::new(Default::default());
         if let Some(peer) = running.peer_info() {
             info.protocol_version = peer.protocol_version.clone();
@@ -223,12 +218,12 @@ impl Connected {
             info.instructions = peer.instructions.clone();
             info.meta = peer.meta.clone();
         }
-        Connected { peer: running.peer().clone(), info, _running: running, _child: child }
+        Connected { peer: running.peer().clone(), info, _running: running }
     }
 }
 
 /// The prefix of the per-request lifecycle keys of `_meta` (MCP 2026-07-28).
-const LIFECYCLE_KEYS: &str = "io.modelcontextprotocol/";
+pub const LIFECYCLE_KEYS: &str = "io.modelcontextprotocol/";
 
 /// Whether the request comes from a host on the stateless revision (MCP 2026-07-28: no
 /// `initialize`, the lifecycle in every request's `_meta`).

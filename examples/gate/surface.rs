@@ -117,7 +117,8 @@ impl Default for Validations {
 /// The key of one program: exact, so that any change (a byte of the program or the context)
 /// is another program.
 pub fn key(language: &str, program: &Value, context: &Value) -> String {
-    serde_json::json!([language, program, context]).to_string()
+    // The array `[language, program, context]`, written without copying the program.
+    serde_json::to_string(&(language, program, context)).unwrap_or_default()
 }
 
 impl Validations {

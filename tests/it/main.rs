@@ -71,6 +71,8 @@ mod gate_passthrough;
 #[cfg(all(feature = "host", feature = "postgres"))]
 mod gate_postgres;
 #[cfg(feature = "host")]
+mod gate_splice;
+#[cfg(feature = "host")]
 mod host_discovery;
 #[cfg(feature = "host")]
 mod host_examples;

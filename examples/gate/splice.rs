@@ -1,0 +1,594 @@
+//! The gate's fast path, for a server it spawns: one thread owns the host's stdio and the
+//! server's, reads every line itself and relays as bytes what it need not touch.
+//!
+//! Through rmcp on both sides every message costs the gate a typed parse, a serialization and
+//! a few tasks (`benches/gate.rs`: about 0.5 ms of CPU per validate+execute, twice the direct
+//! path on two cores). Here a line is read for its head only (`method`, `id`), and:
+//!
+//! - from the host, a `tools/call` the gate can settle from what it holds (a plain tool, a
+//!   validate call, an execute whose kept validation finds it safe or pre-approved by the policy,
+//!   [`crate::execute::settled_forward`]) goes to the server under the host's own id, progress
+//!   token and `_meta`, as it came (an execute with the validation's catalog version added); its
+//!   answer goes back as the bytes the server wrote (a validation's is kept first);
+//! - everything else goes through the rmcp gate ([`crate::proxy`]) over a socket pair on each
+//!   side: `initialize`, a question to the person, the gate's own validation or catalog lookup,
+//!   the stateless revision, the server's own requests and notifications. The rmcp client's
+//!   request ids and progress tokens are renamed on the way to the server
+//!   (`pilotage-gate:<n>`, `pilotage-gate:p<n>`), so they never meet the host's, and named back on
+//!   the way in; a host id or token of that form is never taken by the fast path.
+//!
+//! After a message the thread looks for the next one for [`Splice::linger`] (yielding the core)
+//! before it sleeps in `poll`: waking a sleeping process costs each hop more than the work. Each
+//! destination's queue is bounded (a source is not read while its destinations hold
+//! [`QUEUE_CAP`]); a line over 16 MiB is discarded (the host gets a parse error).
+
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+
+use crate::names::{reserved, Names};
+use crate::proxy::{Inner, LIFECYCLE_KEYS};
+use crate::surface::key;
+
+/// The longest line relayed, rmcp's own limit.
+const MAX_LINE: usize = 16 << 20;
+/// The most fast calls in flight; beyond, calls take the rmcp path.
+const MAX_FAST: usize = 1024;
+/// The most bytes queued for the destinations of a source before it is read again.
+const QUEUE_CAP: usize = 8 << 20;
+/// How long the server has to exit after the host closed its input, before it is killed.
+const EXIT_GRACE: Duration = Duration::from_secs(5);
+
+/// Where a line is read from (its reader's index, in the order of [`FROM`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Source {
+    Host,
+    Server,
+    /// The rmcp gate, speaking to the host.
+    Gate,
+    /// The rmcp client, speaking to the server.
+    Client,
+}
+
+/// Where a line is written to (its writer's index, in the order of [`TO`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Sink {
+    Host,
+    Server,
+    Gate,
+    Client,
+}
+
+const FROM: [Source; 4] = [Source::Host, Source::Server, Source::Gate, Source::Client];
+const TO: [Sink; 4] = [Sink::Host, Sink::Server, Sink::Gate, Sink::Client];
+
+/// Where each source's lines may go (for its back-pressure).
+fn destinations(from: Source) -> &'static [Sink] {
+    match from {
+        Source::Host => &[Sink::Server, Sink::Gate, Sink::Host],
+        Source::Server => &[Sink::Host, Sink::Client],
+        Source::Gate => &[Sink::Host],
+        Source::Client => &[Sink::Server],
+    }
+}
+
+struct Reader {
+    fd: RawFd,
+    buf: Vec<u8>,
+    open: bool,
+    /// Discarding an over-long line up to its end.
+    skipping: bool,
+}
+
+struct Writer {
+    fd: RawFd,
+    queue: Vec<u8>,
+    sent: usize,
+    open: bool,
+    /// Closed once its queue is written.
+    closing: bool,
+}
+
+impl Writer {
+    fn pending(&self) -> usize {
+        self.queue.len() - self.sent
+    }
+}
+
+/// A fast call in flight, by the host's id.
+struct Fast {
+    /// The kept validation's key, for a validate call.
+    validation: Option<String>,
+    /// The host's progress token, as JSON text.
+    token: Option<String>,
+}
+
+/// The head of a JSON-RPC message: what routing reads.
+#[derive(Deserialize)]
+struct Head<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    method: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// The fast path's state, owned by its thread.
+pub struct Splice {
+    inner: Arc<Inner>,
+    child: std::process::Child,
+    gate: UnixStream,
+    client: UnixStream,
+    readers: [Reader; 4],
+    writers: [Writer; 4],
+    /// How long to look for the next message before sleeping.
+    linger: Duration,
+    /// Whether the host initialized (a handshake revision): only then is the fast path taken.
+    handshake: bool,
+    fast: HashMap<String, Fast>,
+    fast_tokens: HashMap<String, String>,
+    /// The names of the rmcp client's requests to the server.
+    names: Names,
+    host_closed_at: Option<Instant>,
+    /// What one `read` fills, allocated once.
+    chunk: Vec<u8>,
+}
+
+impl Splice {
+    /// The splice between the host (this process's stdin and stdout), the server `child` (its
+    /// stdin and stdout piped) and the rmcp gate's two sockets.
+    pub fn new(
+        inner: Arc<Inner>,
+        child: std::process::Child,
+        gate: UnixStream,
+        client: UnixStream,
+        linger: Duration,
+    ) -> std::io::Result<Splice> {
+        let missing = || std::io::Error::other("the server's stdio is not piped");
+        let to_server = child.stdin.as_ref().ok_or_else(missing)?.as_raw_fd();
+        let from_server = child.stdout.as_ref().ok_or_else(missing)?.as_raw_fd();
+        let reader = |fd| Reader { fd, buf: Vec::new(), open: true, skipping: false };
+        let writer = |fd| Writer { fd, queue: Vec::new(), sent: 0, open: true, closing: false };
+        let (g, c) = (gate.as_raw_fd(), client.as_raw_fd());
+        for fd in [0, 1, to_server, from_server, g, c] {
+            nonblocking(fd)?;
+        }
+        Ok(Splice {
+            inner,
+            readers: [reader(0), reader(from_server), reader(g), reader(c)],
+            writers: [writer(1), writer(to_server), writer(g), writer(c)],
+            child,
+            gate,
+            client,
+            linger,
+            handshake: false,
+            fast: HashMap::new(),
+            fast_tokens: HashMap::new(),
+            names: Names::default(),
+            host_closed_at: None,
+            chunk: vec![0; 64 * 1024],
+        })
+    }
+
+    /// Relay until the host and the rmcp gate are done, then end the server.
+    pub fn run(mut self) {
+        let mut last = Instant::now();
+        loop {
+            let mut moved = false;
+            for (k, from) in FROM.into_iter().enumerate() {
+                if self.readers[k].open && self.room(from) {
+                    moved |= self.read(k, from);
+                }
+            }
+            for k in 0..4 {
+                moved |= self.flush(k);
+            }
+            if self.done() {
+                break;
+            }
+            if moved {
+                last = Instant::now();
+            } else if last.elapsed() < self.linger {
+                std::thread::yield_now();
+            } else {
+                self.sleep();
+            }
+        }
+        for k in 0..4 {
+            self.flush(k);
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Whether the relay is over: the host is gone; or it closed its input and the server
+    /// exited (or had [`EXIT_GRACE`] to); or the rmcp gate ended by itself.
+    fn done(&self) -> bool {
+        if !self.writers[slot(Sink::Host)].open {
+            return true;
+        }
+        match self.host_closed_at {
+            Some(at) => !self.readers[Source::Server as usize].open || at.elapsed() > EXIT_GRACE,
+            None => !self.readers[Source::Gate as usize].open,
+        }
+    }
+
+    /// Whether `from`'s destinations have room for more.
+    fn room(&self, from: Source) -> bool {
+        destinations(from).iter().map(|to| self.writers[slot(*to)].pending()).sum::<usize>() < QUEUE_CAP
+    }
+
+    fn sleep(&mut self) {
+        let mut fds = Vec::with_capacity(8);
+        for (k, from) in FROM.into_iter().enumerate() {
+            if self.readers[k].open && self.room(from) {
+                fds.push(libc::pollfd { fd: self.readers[k].fd, events: libc::POLLIN, revents: 0 });
+            }
+        }
+        for w in &self.writers {
+            if w.open && w.pending() > 0 {
+                fds.push(libc::pollfd { fd: w.fd, events: libc::POLLOUT, revents: 0 });
+            }
+        }
+        let timeout = match self.host_closed_at {
+            Some(at) => EXIT_GRACE.saturating_sub(at.elapsed()).as_millis() as i32 + 1,
+            None => -1,
+        };
+        // SAFETY: `fds` is a live array of `fds.len()` pollfd records.
+        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
+    }
+
+    /// Read what `from` has; route its complete lines. Whether anything was read.
+    fn read(&mut self, k: usize, from: Source) -> bool {
+        let mut chunk = std::mem::take(&mut self.chunk);
+        let moved = self.read_into(k, from, &mut chunk);
+        self.chunk = chunk;
+        moved
+    }
+
+    fn read_into(&mut self, k: usize, from: Source, chunk: &mut [u8]) -> bool {
+        let r = &mut self.readers[k];
+        // SAFETY: `chunk` is writable for its length.
+        let n = unsafe { libc::read(r.fd, chunk.as_mut_ptr().cast(), chunk.len()) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted) {
+                return false;
+            }
+        }
+        if n <= 0 {
+            r.open = false;
+            self.closed(from);
+            return true;
+        }
+        let mut data = &chunk[..n as usize];
+        let mut buf = std::mem::take(&mut self.readers[k].buf);
+        while let Some(end) = data.iter().position(|b| *b == b'\n') {
+            let (line, rest) = (&data[..end], &data[end + 1..]);
+            data = rest;
+            if self.readers[k].skipping {
+                self.readers[k].skipping = false;
+                continue;
+            }
+            if buf.is_empty() {
+                self.route(from, line);
+            } else {
+                buf.extend_from_slice(line);
+                self.route(from, &buf);
+                buf.clear();
+            }
+        }
+        if !self.readers[k].skipping {
+            buf.extend_from_slice(data);
+            if buf.len() > MAX_LINE {
+                buf = Vec::new();
+                self.readers[k].skipping = true;
+                if from == Source::Host {
+                    let error = json!({"jsonrpc": "2.0", "id": null,
+                        "error": {"code": -32700, "message": "a line longer than 16 MiB was discarded"}});
+                    self.send(Sink::Host, error.to_string().as_bytes());
+                }
+            }
+        }
+        self.readers[k].buf = buf;
+        true
+    }
+
+    /// `from` reached its end.
+    fn closed(&mut self, from: Source) {
+        match from {
+            Source::Host => {
+                self.host_closed_at = Some(Instant::now());
+                self.close(Sink::Gate);
+                self.close(Sink::Server);
+            }
+            Source::Server => {
+                // The fast calls in flight will never be answered: say so.
+                for (id, _) in std::mem::take(&mut self.fast) {
+                    let error = format!(
+                        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32603,\"message\":\"gate: the server closed its output\"}}}}"
+                    );
+                    self.send(Sink::Host, error.as_bytes());
+                }
+                self.close(Sink::Client);
+                self.close(Sink::Server);
+            }
+            Source::Gate | Source::Client => {}
+        }
+    }
+
+    fn close(&mut self, to: Sink) {
+        self.writers[slot(to)].closing = true;
+        self.flush(slot(to));
+    }
+
+    /// Write what is queued for writer `k`; whether anything was written.
+    fn flush(&mut self, k: usize) -> bool {
+        let w = &mut self.writers[k];
+        let mut wrote = false;
+        while w.open && w.pending() > 0 {
+            let rest = &w.queue[w.sent..];
+            // SAFETY: `rest` is readable for its length.
+            let n = unsafe { libc::write(w.fd, rest.as_ptr().cast(), rest.len()) };
+            if n > 0 {
+                w.sent += n as usize;
+                wrote = true;
+                continue;
+            }
+            let e = std::io::Error::last_os_error();
+            match e.kind() {
+                std::io::ErrorKind::WouldBlock => return wrote,
+                std::io::ErrorKind::Interrupted => continue,
+                _ => w.open = false,
+            }
+        }
+        w.queue.clear();
+        w.sent = 0;
+        if w.closing && w.open {
+            w.open = false;
+            self.shut(TO[k]);
+        }
+        wrote
+    }
+
+    /// End writing to `to`: the rmcp side sees its input end; the server its stdin close.
+    fn shut(&mut self, to: Sink) {
+        match to {
+            Sink::Gate => drop(self.gate.shutdown(std::net::Shutdown::Write)),
+            Sink::Client => drop(self.client.shutdown(std::net::Shutdown::Write)),
+            Sink::Server => drop(self.child.stdin.take()),
+            Sink::Host => {}
+        }
+    }
+
+    fn send(&mut self, to: Sink, line: &[u8]) {
+        let k = slot(to);
+        let w = &mut self.writers[k];
+        if !w.open || w.closing {
+            return;
+        }
+        w.queue.extend_from_slice(line);
+        w.queue.push(b'\n');
+        self.flush(k);
+    }
+
+    fn route(&mut self, from: Source, line: &[u8]) {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        match from {
+            Source::Host => self.host_line(line),
+            Source::Server => self.server_line(line),
+            Source::Gate => self.send(Sink::Host, line),
+            Source::Client => self.client_line(line),
+        }
+    }
+
+    fn host_line(&mut self, line: &[u8]) {
+        let Ok(head) = serde_json::from_slice::<Head<'_>>(line) else {
+            return self.send(Sink::Gate, line);
+        };
+        match (head.method.as_deref(), head.id.and_then(canon)) {
+            (Some("initialize"), Some(_)) => {
+                self.handshake = true;
+                self.send(Sink::Gate, line)
+            }
+            (Some("tools/call"), Some(id)) => match self.settle(&id, line) {
+                Some(bytes) => self.send(Sink::Server, &bytes),
+                None => self.send(Sink::Gate, line),
+            },
+            (Some("notifications/cancelled"), None) => {
+                let id = request_id(line);
+                match id.and_then(|id| self.fast.remove(&id)) {
+                    Some(call) => {
+                        call.token.map(|t| self.fast_tokens.remove(&t));
+                        self.send(Sink::Server, line)
+                    }
+                    None => self.send(Sink::Gate, line),
+                }
+            }
+            _ => self.send(Sink::Gate, line),
+        }
+    }
+
+    /// The bytes to send the server for the host's `tools/call` `id`, when the fast path
+    /// settles it (the call recorded as in flight); `None` leaves it to the rmcp gate.
+    fn settle(&mut self, id: &str, line: &[u8]) -> Option<Vec<u8>> {
+        if !self.handshake
+            || self.fast.len() >= MAX_FAST
+            || reserved(id)
+            || !self.readers[Source::Server as usize].open
+        {
+            return None;
+        }
+        if self.inner.surface_stale.load(Ordering::Acquire) {
+            return None;
+        }
+        let surface = self.inner.surface.try_lock().ok()?.clone()?;
+        let mut message: Value = serde_json::from_slice(line).ok()?;
+        let params = message.get("params")?.as_object()?;
+        if params.contains_key("requestState") || params.contains_key("inputResponses") {
+            return None;
+        }
+        let meta = params.get("_meta");
+        if meta.and_then(Value::as_object).is_some_and(|m| m.keys().any(|k| k.starts_with(LIFECYCLE_KEYS))) {
+            return None;
+        }
+        let token = meta.and_then(|m| m.get("progressToken")).map(Value::to_string);
+        if token.as_deref().is_some_and(reserved) {
+            return None;
+        }
+        let name = params.get("name")?.as_str()?;
+        let mut validation = None;
+        let mut bytes = None;
+        if let Some(tool) = surface.programs.get(name) {
+            let arguments = params.get("arguments").filter(|a| a.is_object())?;
+            if tool.validates {
+                validation = surface
+                    .language_of(tool, arguments)
+                    .map(|l| key(&l.name, &arguments[tool.argument.as_str()], &arguments["context"]));
+            } else {
+                let version = crate::execute::settled_forward(&self.inner, &surface, tool, name, arguments)?;
+                if let (Some(version), true) = (version, tool.takes_version) {
+                    message["params"]["arguments"]["expected_catalog_version"] = Value::String(version);
+                    bytes = Some(serde_json::to_vec(&message).ok()?);
+                }
+            }
+        }
+        if let Some(token) = &token {
+            self.fast_tokens.insert(token.clone(), id.to_owned());
+        }
+        self.fast.insert(id.to_owned(), Fast { validation, token });
+        Some(bytes.unwrap_or_else(|| line.to_vec()))
+    }
+
+    fn server_line(&mut self, line: &[u8]) {
+        let Ok(head) = serde_json::from_slice::<Head<'_>>(line) else {
+            return self.send(Sink::Client, line);
+        };
+        match (head.method.as_deref(), head.id.and_then(canon)) {
+            (None, Some(id)) => {
+                if let Some(call) = self.fast.remove(&id) {
+                    call.token.map(|t| self.fast_tokens.remove(&t));
+                    if let Some(key) = call.validation {
+                        self.keep(key, line);
+                    }
+                    return self.send(Sink::Host, line);
+                }
+                match self.names.answered(&id) {
+                    Some(original) => self.send_edited(Sink::Client, line, |m| m["id"] = original),
+                    None => self.send(Sink::Client, line),
+                }
+            }
+            (Some("notifications/progress"), None) => {
+                let token = serde_json::from_slice::<Value>(line)
+                    .ok()
+                    .map(|m| m["params"]["progressToken"].to_string());
+                match token {
+                    Some(t) if self.fast_tokens.contains_key(&t) => self.send(Sink::Host, line),
+                    Some(t) => match self.names.token(&t) {
+                        Some(original) => {
+                            self.send_edited(Sink::Client, line, |m| m["params"]["progressToken"] = original)
+                        }
+                        None => self.send(Sink::Client, line),
+                    },
+                    None => self.send(Sink::Client, line),
+                }
+            }
+            (Some("notifications/tools/list_changed"), _) => {
+                self.inner.surface_stale.store(true, Ordering::Release);
+                self.send(Sink::Client, line)
+            }
+            _ => self.send(Sink::Client, line),
+        }
+    }
+
+    fn client_line(&mut self, line: &[u8]) {
+        let Ok(head) = serde_json::from_slice::<Head<'_>>(line) else {
+            return self.send(Sink::Server, line);
+        };
+        match (head.method.as_deref(), head.id.and_then(canon)) {
+            (Some(_), Some(_)) => {
+                let Ok(mut message) = serde_json::from_slice::<Value>(line) else {
+                    return self.send(Sink::Server, line);
+                };
+                self.names.name(&mut message);
+                match serde_json::to_vec(&message) {
+                    Ok(bytes) => self.send(Sink::Server, &bytes),
+                    Err(_) => self.send(Sink::Server, line),
+                }
+            }
+            (Some("notifications/cancelled"), None) => {
+                match request_id(line).and_then(|id| self.names.cancelled(&id)) {
+                    Some(name) => self.send_edited(Sink::Server, line, |m| m["params"]["requestId"] = name),
+                    None => self.send(Sink::Server, line),
+                }
+            }
+            _ => self.send(Sink::Server, line),
+        }
+    }
+
+    /// Send `line` to `to` with `edit` applied (unchanged when it is not JSON).
+    fn send_edited(&mut self, to: Sink, line: &[u8], edit: impl FnOnce(&mut Value)) {
+        match serde_json::from_slice::<Value>(line) {
+            Ok(mut message) => {
+                edit(&mut message);
+                let bytes = serde_json::to_vec(&message).unwrap_or_else(|_| line.to_vec());
+                self.send(to, &bytes)
+            }
+            Err(_) => self.send(to, line),
+        }
+    }
+
+    /// Keep the validation a fast validate call's answer `line` carries (a result, not an error).
+    fn keep(&self, key: String, line: &[u8]) {
+        #[derive(Deserialize)]
+        struct Answer {
+            result: Option<Result>,
+        }
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Result {
+            structured_content: Option<Value>,
+            is_error: Option<bool>,
+        }
+        if let Ok(Answer { result: Some(Result { structured_content: Some(response), is_error }) }) =
+            serde_json::from_slice(line)
+        {
+            if is_error != Some(true) {
+                self.inner.validations.keep(key, response);
+            }
+        }
+    }
+}
+
+/// The writer of `to` (the order of [`TO`]).
+fn slot(to: Sink) -> usize {
+    to as usize
+}
+
+/// A JSON value's canonical text (an id or token compared as the peer will echo it).
+fn canon(raw: &RawValue) -> Option<String> {
+    serde_json::from_str::<Value>(raw.get()).ok().map(|v| v.to_string())
+}
+
+/// The `requestId` of a cancellation, as JSON text.
+fn request_id(line: &[u8]) -> Option<String> {
+    let message: Value = serde_json::from_slice(line).ok()?;
+    message.pointer("/params/requestId").map(Value::to_string)
+}
+
+fn nonblocking(fd: RawFd) -> std::io::Result<()> {
+    // SAFETY: fcntl on a descriptor this process holds open.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
