@@ -110,6 +110,14 @@ struct Fast {
     token: Option<String>,
 }
 
+/// A call the fast path settled: what to send the server instead of the line (`None`: the line
+/// as it came), and for a validate call the message, its Language and program argument (its
+/// validation's key is made after the call is sent).
+struct Settled {
+    edited: Option<Vec<u8>>,
+    validation: Option<(Value, String, String)>,
+}
+
 /// The head of a JSON-RPC message: what routing reads.
 #[derive(Deserialize)]
 struct Head<'a> {
@@ -400,7 +408,17 @@ impl Splice {
                 self.send(Sink::Gate, line)
             }
             (Some("tools/call"), Some(id)) => match self.settle(&id, line) {
-                Some(bytes) => self.send(Sink::Server, &bytes),
+                Some(settled) => {
+                    self.send(Sink::Server, settled.edited.as_deref().unwrap_or(line));
+                    // The key of a validation is made once the call is on its way.
+                    if let Some((message, language, argument)) = settled.validation {
+                        let arguments = &message["params"]["arguments"];
+                        let key = key(&language, &arguments[argument.as_str()], &arguments["context"]);
+                        if let Some(call) = self.fast.get_mut(&id) {
+                            call.validation = Some(key);
+                        }
+                    }
+                }
                 None => self.send(Sink::Gate, line),
             },
             (Some("notifications/cancelled"), None) => {
@@ -417,9 +435,9 @@ impl Splice {
         }
     }
 
-    /// The bytes to send the server for the host's `tools/call` `id`, when the fast path
-    /// settles it (the call recorded as in flight); `None` leaves it to the rmcp gate.
-    fn settle(&mut self, id: &str, line: &[u8]) -> Option<Vec<u8>> {
+    /// What to send the server for the host's `tools/call` `id`, when the fast path settles
+    /// it (the call recorded as in flight); `None` leaves it to the rmcp gate.
+    fn settle(&mut self, id: &str, line: &[u8]) -> Option<Settled> {
         if !self.handshake
             || self.fast.len() >= MAX_FAST
             || reserved(id)
@@ -445,27 +463,31 @@ impl Splice {
             return None;
         }
         let name = params.get("name")?.as_str()?;
-        let mut validation = None;
-        let mut bytes = None;
+        let (mut edited, mut validation) = (None, None);
         if let Some(tool) = surface.programs.get(name) {
             let arguments = params.get("arguments").filter(|a| a.is_object())?;
             if tool.validates {
-                validation = surface
-                    .language_of(tool, arguments)
-                    .map(|l| key(&l.name, &arguments[tool.argument.as_str()], &arguments["context"]));
+                if let Some(language) = surface.language_of(tool, arguments) {
+                    validation = Some((language.name.clone(), tool.argument.clone()));
+                }
             } else {
                 let version = crate::execute::settled_forward(&self.inner, &surface, tool, name, arguments)?;
-                if let (Some(version), true) = (version, tool.takes_version) {
-                    message["params"]["arguments"]["expected_catalog_version"] = Value::String(version);
-                    bytes = Some(serde_json::to_vec(&message).ok()?);
+                let version = version.filter(|_| tool.takes_version).map(Value::String);
+                let given = arguments.get("expected_catalog_version");
+                if let Some(version) = version.filter(|v| given != Some(v)) {
+                    message["params"]["arguments"]["expected_catalog_version"] = version;
+                    edited = Some(serde_json::to_vec(&message).ok()?);
                 }
             }
         }
         if let Some(token) = &token {
             self.fast_tokens.insert(token.clone(), id.to_owned());
         }
-        self.fast.insert(id.to_owned(), Fast { validation, token });
-        Some(bytes.unwrap_or_else(|| line.to_vec()))
+        self.fast.insert(id.to_owned(), Fast { validation: None, token });
+        Some(Settled {
+            edited,
+            validation: validation.map(|(language, argument)| (message, language, argument)),
+        })
     }
 
     fn server_line(&mut self, line: &[u8]) {
@@ -476,10 +498,12 @@ impl Splice {
             (None, Some(id)) => {
                 if let Some(call) = self.fast.remove(&id) {
                     call.token.map(|t| self.fast_tokens.remove(&t));
+                    self.send(Sink::Host, line);
+                    // Kept once the answer is on its way: the host reads it before it executes.
                     if let Some(key) = call.validation {
                         self.keep(key, line);
                     }
-                    return self.send(Sink::Host, line);
+                    return;
                 }
                 match self.names.answered(&id) {
                     Some(original) => self.send_edited(Sink::Client, line, |m| m["id"] = original),
