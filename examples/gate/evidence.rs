@@ -3,12 +3,16 @@
 //! declares no plan, or the promoted entry's `risk_hints` for a `program_ref` run. Whatever is
 //! missing or unreadable is [`Risk::Unknown`].
 
+use std::sync::Arc;
+
 use rmcp::model::ErrorData;
 use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
 
 use crate::decide::{Decides, Risk};
 use crate::proxy::Inner;
-use crate::surface::{key, Language};
+use crate::recent::Recent;
+use crate::surface::Language;
 
 /// The most references whose entries the gate looks up for one program; more is unknown risk.
 const MAX_REFERENCES: usize = 64;
@@ -84,7 +88,7 @@ pub async fn inline(
     context: &Value,
 ) -> Result<Evidence, ErrorData> {
     let (response, validated_here) = match inner.validations.get(&key(&language.name, program, context)) {
-        Some(seen) => (seen, false),
+        Some(seen) => (seen.response.clone(), false),
         None => {
             let Some(validate) = &language.validate else {
                 return Ok(Evidence::missing("the Language has no validate tool"));
@@ -110,17 +114,6 @@ pub async fn inline(
     let mut evidence = references(inner, language, program, &response).await?;
     finish(&mut evidence, &response, validated_here);
     Ok(evidence)
-}
-
-/// The evidence for an inline `program` of a Language that declares a plan, from the validation
-/// of that exact program kept from the host's own validate call: `None` when none is kept (or the
-/// Language declares no plan, whose references need catalog lookups).
-pub fn kept(inner: &Inner, language: &Language, program: &Value, context: &Value) -> Option<Evidence> {
-    if !language.plan {
-        return None;
-    }
-    let response = inner.validations.get(&key(&language.name, program, context))?;
-    Some(of_plan(language, program, &response, false))
 }
 
 /// The evidence of `response`, the validation of `program` in a Language that declares a plan:
@@ -225,4 +218,100 @@ async fn entry(
         }
         _ => None,
     })
+}
+
+impl Evidence {
+    /// The members of an audit line that come from the evidence (`risk` to `entries`), as JSON
+    /// text without the braces.
+    pub fn audit_members(&self) -> String {
+        let members = json!({
+            "risk": self.risk.words(),
+            "risk_from": self.source.name(),
+            "gap": self.gap,
+            "validated_by_gate": self.validated_here,
+            "catalog_version": self.catalog_version,
+            "plan": self.plan.as_ref().map(|p| json!({
+                "max_risk": p["max_risk"],
+                "max_risk_hints": p["max_risk_hints"],
+                "steps": p["steps"].as_array().map(Vec::len),
+            })),
+            "entries": self.entries.iter().map(|e| json!({"id": e["id"], "risk_hints": e["risk_hints"]})).collect::<Vec<_>>(),
+        })
+        .to_string();
+        members[1..members.len() - 1].to_owned()
+    }
+}
+
+/// SHA-256 of the program as JSON text (or of the promoted reference), in hex.
+pub fn digest(program: Option<&Value>, program_ref: Option<&str>) -> String {
+    let bytes = match (program, program_ref) {
+        (Some(p), _) => p.to_string(),
+        (None, Some(id)) => id.to_owned(),
+        (None, None) => String::new(),
+    };
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digest = Sha256::digest(bytes.as_bytes());
+    digest.iter().flat_map(|b| [HEX[usize::from(b >> 4)] as char, HEX[usize::from(b & 15)] as char]).collect()
+}
+
+/// How many validations the gate keeps, and the largest program (with its context) kept.
+const KEPT: usize = 32;
+const KEPT_BYTES: usize = 1 << 20;
+
+/// A validation the host's model ran, as kept.
+pub struct Kept {
+    /// The validate result's `structuredContent`.
+    pub response: Value,
+    /// In a Language that declares a plan: what the validation gives an execute of the same
+    /// program, judged once when kept (the fast path's execute reads it instead of judging).
+    pub judged: Option<Judged>,
+}
+
+/// The evidence of a kept validation, with the parts of an audit line that come from it.
+pub struct Judged {
+    /// The evidence (from the plan).
+    pub evidence: Evidence,
+    /// The program's digest.
+    pub digest: String,
+    /// [`Evidence::audit_members`].
+    pub members: String,
+}
+
+/// The validations the host's model ran, newest last, keyed by the exact program: the
+/// Language, the program and the context as JSON text. Bounded: [`KEPT`] entries of at most
+/// [`KEPT_BYTES`]; a program not kept is validated again by the gate at execute time.
+pub struct Validations(Recent<String, Arc<Kept>>);
+
+impl Default for Validations {
+    fn default() -> Self {
+        Validations(Recent::new(KEPT))
+    }
+}
+
+/// The key of one program: exact, so that any change (a byte of the program or the context)
+/// is another program.
+pub fn key(language: &str, program: &Value, context: &Value) -> String {
+    // The array `[language, program, context]`, written without copying the program.
+    serde_json::to_string(&(language, program, context)).unwrap_or_default()
+}
+
+impl Validations {
+    /// Keep `response` (a validate result's `structuredContent`) of `program` with `context`
+    /// in `language`.
+    pub fn keep(&self, language: &Language, program: &Value, context: &Value, response: Value) {
+        let key = key(&language.name, program, context);
+        if key.len() > KEPT_BYTES {
+            return;
+        }
+        let judged = language.plan.then(|| {
+            let evidence = of_plan(language, program, &response, false);
+            Judged { digest: digest(Some(program), None), members: evidence.audit_members(), evidence }
+        });
+        self.0.keep(key, Arc::new(Kept { response, judged }));
+    }
+
+    /// The latest validation kept for `key`.
+    pub fn get(&self, key: &str) -> Option<Arc<Kept>> {
+        self.0.find(|k| k == key)
+    }
 }

@@ -14,13 +14,13 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
 use crate::ask::{self, Answer, Question};
+use crate::evidence::key;
 use crate::evidence::{self, Evidence};
 use crate::proxy::{stateless, Inner, OWN_CALL_TIMEOUT};
 use crate::rounds::{self, Pending};
-use crate::surface::{key, ProgramTool, Surface};
+use crate::surface::{ProgramTool, Surface};
 
 /// The upstream's surface, learned now when not known (at the first call, and after the
 /// server said its tool list changed).
@@ -142,7 +142,7 @@ fn keep(inner: &Inner, surface: &Surface, tool: &ProgramTool, arguments: &Value,
     let (Some(response), false) = (&result.structured_content, result.is_error == Some(true)) else { return };
     let Some(language) = surface.language_of(tool, arguments) else { return };
     let program = &arguments[tool.argument.as_str()];
-    inner.validations.keep(key(&language.name, program, &arguments["context"]), response.clone());
+    inner.validations.keep(language, program, &arguments["context"], response.clone());
 }
 
 /// The decision on one execute.
@@ -254,18 +254,21 @@ pub fn settled_forward(
     if arguments.get("program_ref").is_some_and(|r| !r.is_null()) {
         return None;
     }
-    let evidence = evidence::kept(inner, language, program, &arguments["context"])?;
-    let server = inner.upstream().ok()?.info.server_info.name.clone();
+    // The judgment made when the validation of this exact program was kept (a Language that
+    // declares a plan, now as then).
+    let kept = inner.validations.get(&key(&language.name, program, &arguments["context"]))?;
+    let judged = kept.judged.as_ref().filter(|_| language.plan)?;
+    let server = &inner.upstream().ok()?.info.server_info.name;
     let q = Question {
-        server: &server,
+        server,
         language: &language.name,
         tool: name,
         program: Some(program),
         program_ref: None,
-        evidence: &evidence,
+        evidence: &judged.evidence,
     };
     let (decision, by) = settled(inner, &q).filter(|(decision, _)| *decision != "refused_invalid")?;
-    match conclude(inner, &q, decision, by) {
+    match answer(inner, &q, decision, by, &judged.digest, &judged.members) {
         Verdict::Forward(version) => Some(version),
         Verdict::Refuse(_) | Verdict::Ask(_) => None,
     }
@@ -273,27 +276,35 @@ pub fn settled_forward(
 
 /// Write the audit line of `decision` (made by `by`) on `q`, and answer.
 fn conclude(inner: &Inner, q: &Question<'_>, decision: &str, by: String) -> Verdict {
+    let digest = evidence::digest(q.program, q.program_ref);
+    answer(inner, q, decision, by, &digest, &q.evidence.audit_members())
+}
+
+/// [`conclude`] with the program's `digest` and the evidence's audit `members` made already.
+fn answer(
+    inner: &Inner,
+    q: &Question<'_>,
+    decision: &str,
+    by: String,
+    digest: &str,
+    members: &str,
+) -> Verdict {
     let evidence = q.evidence;
-    inner.audit.line(&json!({
+    let mut line = json!({
         "gate": decision,
         "by": by,
         "server": q.server,
         "language": q.language,
         "tool": q.tool,
-        "program_sha256": digest(q.program, q.program_ref),
+        "program_sha256": digest,
         "program_ref": q.program_ref,
-        "risk": evidence.risk.words(),
-        "risk_from": evidence.source.name(),
-        "gap": evidence.gap,
-        "validated_by_gate": evidence.validated_here,
-        "catalog_version": evidence.catalog_version,
-        "plan": evidence.plan.as_ref().map(|p| json!({
-            "max_risk": p["max_risk"],
-            "max_risk_hints": p["max_risk_hints"],
-            "steps": p["steps"].as_array().map(Vec::len),
-        })),
-        "entries": evidence.entries.iter().map(|e| json!({"id": e["id"], "risk_hints": e["risk_hints"]})).collect::<Vec<_>>(),
-    }));
+    })
+    .to_string();
+    line.pop();
+    line.push(',');
+    line.push_str(members);
+    line.push('}');
+    inner.audit.line(&line);
     let why = match decision {
         "safe" | "approved" => return Verdict::Forward(evidence.catalog_version.clone()),
         "refused_invalid" => {
@@ -324,16 +335,4 @@ fn refusal(kind: &str, message: &str) -> CallToolResult {
         "isError": true,
     }))
     .unwrap_or_else(|_| CallToolResult::error(Vec::new()))
-}
-
-/// SHA-256 of the program as JSON text (or of the promoted reference), in hex.
-fn digest(program: Option<&Value>, program_ref: Option<&str>) -> String {
-    let bytes = match (program, program_ref) {
-        (Some(p), _) => p.to_string(),
-        (None, Some(id)) => id.to_owned(),
-        (None, None) => String::new(),
-    };
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = Sha256::digest(bytes.as_bytes());
-    digest.iter().flat_map(|b| [HEX[usize::from(b >> 4)] as char, HEX[usize::from(b & 15)] as char]).collect()
 }

@@ -113,8 +113,9 @@ impl Audit {
     /// Write one line (a JSON object), flushed: made whole first and written with one `write`,
     /// so that a line is never torn among other writers of the same file or stderr, and costs
     /// one system call instead of one per JSON token (stderr is unbuffered).
-    pub fn line(&self, line: &Value) {
-        let mut text = line.to_string();
+    pub fn line(&self, line: &str) {
+        let mut text = String::with_capacity(line.len() + 1);
+        text.push_str(line);
         text.push('\n');
         let mut out = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());

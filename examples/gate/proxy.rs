@@ -29,9 +29,10 @@ use rmcp::ServiceExt;
 use serde_json::Value;
 use tokio::sync::OnceCell;
 
+use crate::evidence::Validations;
 use crate::policy::{Audit, Policy};
 use crate::rounds::Rounds;
-use crate::surface::{Surface, Validations};
+use crate::surface::Surface;
 
 /// Where the real server is.
 #[derive(Debug)]

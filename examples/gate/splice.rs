@@ -22,6 +22,7 @@
 //! destination's queue is bounded (a source is not read while its destinations hold
 //! [`QUEUE_CAP`]); a line over 16 MiB is discarded (the host gets a parse error).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
@@ -29,13 +30,14 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::names::{reserved, Names};
 use crate::proxy::{Inner, LIFECYCLE_KEYS};
-use crate::surface::key;
+use crate::surface::Language;
 
 /// The longest line relayed, rmcp's own limit.
 const MAX_LINE: usize = 16 << 20;
@@ -104,18 +106,41 @@ impl Writer {
 
 /// A fast call in flight, by the host's id.
 struct Fast {
-    /// The kept validation's key, for a validate call.
-    validation: Option<String>,
+    /// For a validate call: what its answer is kept for (the Language, the arguments, the
+    /// program argument's name).
+    validation: Option<(Language, Value, String)>,
     /// The host's progress token, as JSON text.
     token: Option<String>,
 }
 
 /// A call the fast path settled: what to send the server instead of the line (`None`: the line
-/// as it came), and for a validate call the message, its Language and program argument (its
-/// validation's key is made after the call is sent).
-struct Settled {
+/// as it came), and for a validate call its tool and its arguments, read once the call is on
+/// its way.
+struct Settled<'a> {
     edited: Option<Vec<u8>>,
-    validation: Option<(Value, String, String)>,
+    validation: Option<(String, &'a RawValue)>,
+}
+
+/// A `tools/call` as the fast path reads it: its arguments left as text until needed.
+#[derive(Deserialize)]
+struct Call<'a> {
+    #[serde(borrow)]
+    params: CallParams<'a>,
+}
+
+#[derive(Deserialize)]
+struct CallParams<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(borrow, default)]
+    arguments: Option<&'a RawValue>,
+    #[serde(rename = "_meta", default)]
+    meta: Option<Map<String, Value>>,
+    /// The retry of a stateless host carrying an answer (the rmcp path's).
+    #[serde(rename = "requestState", default)]
+    request_state: Option<IgnoredAny>,
+    #[serde(rename = "inputResponses", default)]
+    input_responses: Option<IgnoredAny>,
 }
 
 /// The head of a JSON-RPC message: what routing reads.
@@ -410,13 +435,9 @@ impl Splice {
             (Some("tools/call"), Some(id)) => match self.settle(&id, line) {
                 Some(settled) => {
                     self.send(Sink::Server, settled.edited.as_deref().unwrap_or(line));
-                    // The key of a validation is made once the call is on its way.
-                    if let Some((message, language, argument)) = settled.validation {
-                        let arguments = &message["params"]["arguments"];
-                        let key = key(&language, &arguments[argument.as_str()], &arguments["context"]);
-                        if let Some(call) = self.fast.get_mut(&id) {
-                            call.validation = Some(key);
-                        }
+                    // What a validation is kept for is read once the call is on its way.
+                    if let Some((tool, arguments)) = settled.validation {
+                        self.expect_validation(&id, &tool, arguments);
                     }
                 }
                 None => self.send(Sink::Gate, line),
@@ -437,7 +458,7 @@ impl Splice {
 
     /// What to send the server for the host's `tools/call` `id`, when the fast path settles
     /// it (the call recorded as in flight); `None` leaves it to the rmcp gate.
-    fn settle(&mut self, id: &str, line: &[u8]) -> Option<Settled> {
+    fn settle<'a>(&mut self, id: &str, line: &'a [u8]) -> Option<Settled<'a>> {
         if !self.handshake
             || self.fast.len() >= MAX_FAST
             || reserved(id)
@@ -449,34 +470,33 @@ impl Splice {
             return None;
         }
         let surface = self.inner.surface.try_lock().ok()?.clone()?;
-        let mut message: Value = serde_json::from_slice(line).ok()?;
-        let params = message.get("params")?.as_object()?;
-        if params.contains_key("requestState") || params.contains_key("inputResponses") {
+        let Call { params } = serde_json::from_slice(line).ok()?;
+        if params.request_state.is_some() || params.input_responses.is_some() {
             return None;
         }
-        let meta = params.get("_meta");
-        if meta.and_then(Value::as_object).is_some_and(|m| m.keys().any(|k| k.starts_with(LIFECYCLE_KEYS))) {
+        let meta = params.meta.as_ref();
+        if meta.is_some_and(|m| m.keys().any(|k| k.starts_with(LIFECYCLE_KEYS))) {
             return None;
         }
         let token = meta.and_then(|m| m.get("progressToken")).map(Value::to_string);
         if token.as_deref().is_some_and(reserved) {
             return None;
         }
-        let name = params.get("name")?.as_str()?;
-        let (mut edited, mut validation) = (None, None);
-        if let Some(tool) = surface.programs.get(name) {
-            let arguments = params.get("arguments").filter(|a| a.is_object())?;
+        let mut settled = Settled { edited: None, validation: None };
+        if let Some(tool) = surface.programs.get(params.name.as_ref()) {
+            let raw = params.arguments?;
             if tool.validates {
-                if let Some(language) = surface.language_of(tool, arguments) {
-                    validation = Some((language.name.clone(), tool.argument.clone()));
-                }
+                settled.validation = Some((params.name.clone().into_owned(), raw));
             } else {
-                let version = crate::execute::settled_forward(&self.inner, &surface, tool, name, arguments)?;
+                let arguments: Value = serde_json::from_str(raw.get()).ok().filter(Value::is_object)?;
+                let name = params.name.as_ref();
+                let version = crate::execute::settled_forward(&self.inner, &surface, tool, name, &arguments)?;
                 let version = version.filter(|_| tool.takes_version).map(Value::String);
                 let given = arguments.get("expected_catalog_version");
                 if let Some(version) = version.filter(|v| given != Some(v)) {
+                    let mut message: Value = serde_json::from_slice(line).ok()?;
                     message["params"]["arguments"]["expected_catalog_version"] = version;
-                    edited = Some(serde_json::to_vec(&message).ok()?);
+                    settled.edited = Some(serde_json::to_vec(&message).ok()?);
                 }
             }
         }
@@ -484,10 +504,19 @@ impl Splice {
             self.fast_tokens.insert(token.clone(), id.to_owned());
         }
         self.fast.insert(id.to_owned(), Fast { validation: None, token });
-        Some(Settled {
-            edited,
-            validation: validation.map(|(language, argument)| (message, language, argument)),
-        })
+        Some(settled)
+    }
+
+    /// Note what the answer to the fast call `id` of the validate tool `tool` is to be kept for.
+    fn expect_validation(&mut self, id: &str, tool: &str, raw: &RawValue) {
+        let Some(surface) = self.inner.surface.try_lock().ok().and_then(|s| s.clone()) else { return };
+        let Ok(arguments) = serde_json::from_str::<Value>(raw.get()) else { return };
+        let Some(tool) = surface.programs.get(tool) else { return };
+        let (Some(language), Some(call)) = (surface.language_of(tool, &arguments), self.fast.get_mut(id))
+        else {
+            return;
+        };
+        call.validation = Some((language.clone(), arguments, tool.argument.clone()));
     }
 
     fn server_line(&mut self, line: &[u8]) {
@@ -500,8 +529,8 @@ impl Splice {
                     call.token.map(|t| self.fast_tokens.remove(&t));
                     self.send(Sink::Host, line);
                     // Kept once the answer is on its way: the host reads it before it executes.
-                    if let Some(key) = call.validation {
-                        self.keep(key, line);
+                    if let Some((language, arguments, argument)) = call.validation {
+                        self.keep(&language, &arguments[argument.as_str()], &arguments["context"], line);
                     }
                     return;
                 }
@@ -571,7 +600,7 @@ impl Splice {
     }
 
     /// Keep the validation a fast validate call's answer `line` carries (a result, not an error).
-    fn keep(&self, key: String, line: &[u8]) {
+    fn keep(&self, language: &Language, program: &Value, context: &Value, line: &[u8]) {
         #[derive(Deserialize)]
         struct Answer {
             result: Option<Result>,
@@ -586,7 +615,7 @@ impl Splice {
             serde_json::from_slice(line)
         {
             if is_error != Some(true) {
-                self.inner.validations.keep(key, response);
+                self.inner.validations.keep(language, program, context, response);
             }
         }
     }

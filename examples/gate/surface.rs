@@ -6,8 +6,6 @@ use std::collections::HashMap;
 use rmcp::model::Tool;
 use serde_json::Value;
 
-use crate::recent::Recent;
-
 /// The Pilotage extension's identifier: the `_meta` key of program declarations.
 pub const EXT: &str = "io.github.jafarsa0/pilotage";
 
@@ -96,41 +94,5 @@ impl Surface {
             many => many.iter().find(|l| Some(l.as_str()) == arguments["language"].as_str())?.as_str(),
         };
         self.languages.get(name)
-    }
-}
-
-/// How many validations the gate keeps, and the largest program (with its context) kept.
-const KEPT: usize = 32;
-const KEPT_BYTES: usize = 1 << 20;
-
-/// The validations the host's model ran, newest last, keyed by the exact program: the
-/// Language, the program and the context as JSON text. Bounded: [`KEPT`] entries of at most
-/// [`KEPT_BYTES`]; a program not kept is validated again by the gate at execute time.
-pub struct Validations(Recent<String, Value>);
-
-impl Default for Validations {
-    fn default() -> Self {
-        Validations(Recent::new(KEPT))
-    }
-}
-
-/// The key of one program: exact, so that any change (a byte of the program or the context)
-/// is another program.
-pub fn key(language: &str, program: &Value, context: &Value) -> String {
-    // The array `[language, program, context]`, written without copying the program.
-    serde_json::to_string(&(language, program, context)).unwrap_or_default()
-}
-
-impl Validations {
-    /// Keep `response` (a validate result's `structuredContent`) for `key`.
-    pub fn keep(&self, key: String, response: Value) {
-        if key.len() <= KEPT_BYTES {
-            self.0.keep(key, response);
-        }
-    }
-
-    /// The latest validation kept for `key`.
-    pub fn get(&self, key: &str) -> Option<Value> {
-        self.0.find(|k| k == key)
     }
 }
