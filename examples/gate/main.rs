@@ -17,6 +17,7 @@ mod ask;
 mod decide;
 mod evidence;
 mod execute;
+mod lines;
 mod names;
 mod policy;
 mod proxy;

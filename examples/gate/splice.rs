@@ -22,7 +22,6 @@
 //! destination's queue is bounded (a source is not read while its destinations hold
 //! [`QUEUE_CAP`]); a line over 16 MiB is discarded (the host gets a parse error).
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
@@ -30,11 +29,11 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
+use crate::lines::{canon, response_id, Head, Params};
 use crate::names::{reserved, Names};
 use crate::proxy::{Inner, LIFECYCLE_KEYS};
 use crate::surface::Language;
@@ -119,37 +118,6 @@ struct Fast {
 struct Settled<'a> {
     edited: Option<Vec<u8>>,
     validation: Option<(String, &'a RawValue)>,
-}
-
-/// A `tools/call` as the fast path reads it: its arguments left as text until needed.
-#[derive(Deserialize)]
-struct Call<'a> {
-    #[serde(borrow)]
-    params: CallParams<'a>,
-}
-
-#[derive(Deserialize)]
-struct CallParams<'a> {
-    #[serde(borrow)]
-    name: Cow<'a, str>,
-    #[serde(borrow, default)]
-    arguments: Option<&'a RawValue>,
-    #[serde(rename = "_meta", default)]
-    meta: Option<Map<String, Value>>,
-    /// The retry of a stateless host carrying an answer (the rmcp path's).
-    #[serde(rename = "requestState", default)]
-    request_state: Option<IgnoredAny>,
-    #[serde(rename = "inputResponses", default)]
-    input_responses: Option<IgnoredAny>,
-}
-
-/// The head of a JSON-RPC message: what routing reads.
-#[derive(Deserialize)]
-struct Head<'a> {
-    #[serde(borrow, default)]
-    id: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    method: Option<std::borrow::Cow<'a, str>>,
 }
 
 /// The fast path's state, owned by its thread.
@@ -427,12 +395,12 @@ impl Splice {
         let Ok(head) = serde_json::from_slice::<Head<'_>>(line) else {
             return self.send(Sink::Gate, line);
         };
-        match (head.method.as_deref(), head.id.and_then(canon)) {
-            (Some("initialize"), Some(_)) => {
+        match (head.method.as_deref(), head.id.and_then(canon), head.params) {
+            (Some("initialize"), Some(_), _) => {
                 self.handshake = true;
                 self.send(Sink::Gate, line)
             }
-            (Some("tools/call"), Some(id)) => match self.settle(&id, line) {
+            (Some("tools/call"), Some(id), Some(params)) => match self.settle(&id, params, line) {
                 Some(settled) => {
                     self.send(Sink::Server, settled.edited.as_deref().unwrap_or(line));
                     // What a validation is kept for is read once the call is on its way.
@@ -442,8 +410,8 @@ impl Splice {
                 }
                 None => self.send(Sink::Gate, line),
             },
-            (Some("notifications/cancelled"), None) => {
-                let id = request_id(line);
+            (Some("notifications/cancelled"), None, Some(params)) => {
+                let id = params.request_id.map(|id| id.to_string());
                 match id.and_then(|id| self.fast.remove(&id)) {
                     Some(call) => {
                         call.token.map(|t| self.fast_tokens.remove(&t));
@@ -458,7 +426,7 @@ impl Splice {
 
     /// What to send the server for the host's `tools/call` `id`, when the fast path settles
     /// it (the call recorded as in flight); `None` leaves it to the rmcp gate.
-    fn settle<'a>(&mut self, id: &str, line: &'a [u8]) -> Option<Settled<'a>> {
+    fn settle<'a>(&mut self, id: &str, params: Params<'a>, line: &[u8]) -> Option<Settled<'a>> {
         if !self.handshake
             || self.fast.len() >= MAX_FAST
             || reserved(id)
@@ -470,7 +438,6 @@ impl Splice {
             return None;
         }
         let surface = self.inner.surface.try_lock().ok()?.clone()?;
-        let Call { params } = serde_json::from_slice(line).ok()?;
         if params.request_state.is_some() || params.input_responses.is_some() {
             return None;
         }
@@ -483,14 +450,15 @@ impl Splice {
             return None;
         }
         let mut settled = Settled { edited: None, validation: None };
-        if let Some(tool) = surface.programs.get(params.name.as_ref()) {
+        let name = params.name?;
+        if let Some(tool) = surface.programs.get(name.as_ref()) {
             let raw = params.arguments?;
             if tool.validates {
-                settled.validation = Some((params.name.clone().into_owned(), raw));
+                settled.validation = Some((name.into_owned(), raw));
             } else {
                 let arguments: Value = serde_json::from_str(raw.get()).ok().filter(Value::is_object)?;
-                let name = params.name.as_ref();
-                let version = crate::execute::settled_forward(&self.inner, &surface, tool, name, &arguments)?;
+                let version =
+                    crate::execute::settled_forward(&self.inner, &surface, tool, &name, &arguments)?;
                 let version = version.filter(|_| tool.takes_version).map(Value::String);
                 let given = arguments.get("expected_catalog_version");
                 if let Some(version) = version.filter(|v| given != Some(v)) {
@@ -520,30 +488,16 @@ impl Splice {
     }
 
     fn server_line(&mut self, line: &[u8]) {
+        if let Some(id) = response_id(line) {
+            return self.server_answer(id, line);
+        }
         let Ok(head) = serde_json::from_slice::<Head<'_>>(line) else {
             return self.send(Sink::Client, line);
         };
-        match (head.method.as_deref(), head.id.and_then(canon)) {
-            (None, Some(id)) => {
-                if let Some(call) = self.fast.remove(&id) {
-                    call.token.map(|t| self.fast_tokens.remove(&t));
-                    self.send(Sink::Host, line);
-                    // Kept once the answer is on its way: the host reads it before it executes.
-                    if let Some((language, arguments, argument)) = call.validation {
-                        self.keep(&language, &arguments[argument.as_str()], &arguments["context"], line);
-                    }
-                    return;
-                }
-                match self.names.answered(&id) {
-                    Some(original) => self.send_edited(Sink::Client, line, |m| m["id"] = original),
-                    None => self.send(Sink::Client, line),
-                }
-            }
-            (Some("notifications/progress"), None) => {
-                let token = serde_json::from_slice::<Value>(line)
-                    .ok()
-                    .map(|m| m["params"]["progressToken"].to_string());
-                match token {
+        match (head.method.as_deref(), head.id.and_then(canon), head.params) {
+            (None, Some(id), _) => self.server_answer(id, line),
+            (Some("notifications/progress"), None, Some(params)) => {
+                match params.progress_token.map(|t| t.to_string()) {
                     Some(t) if self.fast_tokens.contains_key(&t) => self.send(Sink::Host, line),
                     Some(t) => match self.names.token(&t) {
                         Some(original) => {
@@ -554,7 +508,7 @@ impl Splice {
                     None => self.send(Sink::Client, line),
                 }
             }
-            (Some("notifications/tools/list_changed"), _) => {
+            (Some("notifications/tools/list_changed"), _, _) => {
                 self.inner.surface_stale.store(true, Ordering::Release);
                 self.send(Sink::Client, line)
             }
@@ -562,12 +516,29 @@ impl Splice {
         }
     }
 
+    /// The server's answer to the request `id` (JSON text): a fast call's goes to the host (a
+    /// validation's kept once it is on its way), the rmcp client's back under its own id.
+    fn server_answer(&mut self, id: String, line: &[u8]) {
+        if let Some(call) = self.fast.remove(&id) {
+            call.token.map(|t| self.fast_tokens.remove(&t));
+            self.send(Sink::Host, line);
+            if let Some((language, arguments, argument)) = call.validation {
+                self.keep(&language, &arguments[argument.as_str()], &arguments["context"], line);
+            }
+            return;
+        }
+        match self.names.answered(&id) {
+            Some(original) => self.send_edited(Sink::Client, line, |m| m["id"] = original),
+            None => self.send(Sink::Client, line),
+        }
+    }
+
     fn client_line(&mut self, line: &[u8]) {
         let Ok(head) = serde_json::from_slice::<Head<'_>>(line) else {
             return self.send(Sink::Server, line);
         };
-        match (head.method.as_deref(), head.id.and_then(canon)) {
-            (Some(_), Some(_)) => {
+        match (head.method.as_deref(), head.id.and_then(canon), head.params) {
+            (Some(_), Some(_), _) => {
                 let Ok(mut message) = serde_json::from_slice::<Value>(line) else {
                     return self.send(Sink::Server, line);
                 };
@@ -577,8 +548,8 @@ impl Splice {
                     Err(_) => self.send(Sink::Server, line),
                 }
             }
-            (Some("notifications/cancelled"), None) => {
-                match request_id(line).and_then(|id| self.names.cancelled(&id)) {
+            (Some("notifications/cancelled"), None, Some(params)) => {
+                match params.request_id.and_then(|id| self.names.cancelled(&id.to_string())) {
                     Some(name) => self.send_edited(Sink::Server, line, |m| m["params"]["requestId"] = name),
                     None => self.send(Sink::Server, line),
                 }
@@ -624,17 +595,6 @@ impl Splice {
 /// The writer of `to` (the order of [`TO`]).
 fn slot(to: Sink) -> usize {
     to as usize
-}
-
-/// A JSON value's canonical text (an id or token compared as the peer will echo it).
-fn canon(raw: &RawValue) -> Option<String> {
-    serde_json::from_str::<Value>(raw.get()).ok().map(|v| v.to_string())
-}
-
-/// The `requestId` of a cancellation, as JSON text.
-fn request_id(line: &[u8]) -> Option<String> {
-    let message: Value = serde_json::from_slice(line).ok()?;
-    message.pointer("/params/requestId").map(Value::to_string)
 }
 
 fn nonblocking(fd: RawFd) -> std::io::Result<()> {

@@ -164,7 +164,8 @@ async fn answers_and_progress_come_back_under_the_hosts_ids_and_tokens_on_both_p
         tools["result"]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
     assert!(names.contains(&"run_automation") && names.contains(&"validate_automation"), "{names:?}");
 
-    let safe = program("wait", json!({"ms": 0}));
+    // Four steps of 50 ms: progress is reported while it runs, before its answer.
+    let safe = crate::long_runs::slow_loop(4, 50);
     // The first call: the gate learns the server's surface with requests of its own (numbered
     // from 0, like the host's).
     let first = host.call(json!(2), "validate_automation", validate(&safe), None).await;

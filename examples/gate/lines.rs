@@ -1,0 +1,109 @@
+//! What the splice reads of a JSON-RPC line to route it (see [`crate::splice`]): its head, in one
+//! pass that skips what routing does not read, and an answer's id from its first bytes.
+
+use std::borrow::Cow;
+
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+/// A JSON-RPC message as routing reads it: one pass over the line, the members it does not
+/// route on skipped, a call's arguments left as text until needed.
+#[derive(Deserialize)]
+pub struct Head<'a> {
+    #[serde(borrow, default)]
+    pub id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub method: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub params: Option<Params<'a>>,
+}
+
+/// The members of `params` that routing reads.
+#[derive(Deserialize)]
+pub struct Params<'a> {
+    /// A tool call's tool.
+    #[serde(borrow, default)]
+    pub name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub arguments: Option<&'a RawValue>,
+    #[serde(rename = "_meta", default)]
+    pub meta: Option<Map<String, Value>>,
+    /// The retry of a stateless host carrying an answer (the rmcp path's).
+    #[serde(rename = "requestState", default)]
+    pub request_state: Option<IgnoredAny>,
+    #[serde(rename = "inputResponses", default)]
+    pub input_responses: Option<IgnoredAny>,
+    /// A cancellation's request.
+    #[serde(rename = "requestId", default)]
+    pub request_id: Option<Value>,
+    /// A progress notification's token.
+    #[serde(rename = "progressToken", default)]
+    pub progress_token: Option<Value>,
+}
+
+/// A JSON value's canonical text (an id or token compared as the peer will echo it).
+pub fn canon(raw: &RawValue) -> Option<String> {
+    serde_json::from_str::<Value>(raw.get()).ok().map(|v| v.to_string())
+}
+
+/// The id (as JSON text) of an answer written the way rmcp and most peers write one,
+/// `{"jsonrpc":"2.0","id":ID,"result":` (or `"error":`) with a plain integer or a string
+/// without escapes as its id: read from the line's first bytes instead of a pass over all of
+/// it (an answer carries the whole result). Anything else is `None`, read in full.
+pub fn response_id(line: &[u8]) -> Option<String> {
+    let rest = line.strip_prefix(b"{\"jsonrpc\":\"2.0\",\"id\":")?;
+    let end = match rest.first()? {
+        b'"' => 1 + rest[1..].iter().position(|b| *b == b'"')? + 1,
+        b'-' | b'0'..=b'9' => rest.iter().position(|b| !matches!(b, b'-' | b'0'..=b'9'))?,
+        _ => return None,
+    };
+    let (id, after) = rest.split_at(end);
+    if !(after.starts_with(b",\"result\":") || after.starts_with(b",\"error\":")) {
+        return None;
+    }
+    if id.iter().any(|b| *b == b'\\' || *b < 0x20) || (id[0] != b'"' && !valid_integer(id)) {
+        return None;
+    }
+    String::from_utf8(id.to_vec()).ok()
+}
+
+/// Whether `text` is an integer as JSON writes it and reads back the same (`-` at most first, no
+/// leading zero, at most 18 digits: within `i64`, so its canonical text is itself).
+fn valid_integer(text: &[u8]) -> bool {
+    let digits = text.strip_prefix(b"-").unwrap_or(text);
+    (1..=18).contains(&digits.len())
+        && digits.iter().all(u8::is_ascii_digit)
+        && (digits.len() == 1 || digits[0] != b'0')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{canon, response_id};
+
+    #[test]
+    fn an_answers_id_is_read_from_its_first_bytes_as_its_canonical_text() {
+        let answer = |id: &str| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"x\":[1,2]}}}}");
+        for id in ["0", "42", "-7", "\"pilotage-gate:3\"", "\"ä b\""] {
+            let line = answer(id);
+            let raw: serde_json::Value = serde_json::from_str(&line).unwrap();
+            let expected = canon(&serde_json::value::to_raw_value(&raw["id"]).unwrap());
+            assert_eq!(response_id(line.as_bytes()), expected, "{id}");
+        }
+        let error = "{\"jsonrpc\":\"2.0\",\"id\":5,\"error\":{\"code\":-32603}}";
+        assert_eq!(response_id(error.as_bytes()).as_deref(), Some("5"));
+        // Anything else is read in full.
+        for id in ["007", "1.5", "1e3", "-", "\"a\\\"b\"", "null", "12345678901234567890"] {
+            assert_eq!(response_id(answer(id).as_bytes()), None, "{id}");
+        }
+        for other in [
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}",
+            "{\"id\":1,\"jsonrpc\":\"2.0\",\"result\":{}}",
+            "{\"jsonrpc\":\"2.0\",\"id\":1}",
+            "{\"jsonrpc\":\"2.0\",\"id\":\"open",
+        ] {
+            assert_eq!(response_id(other.as_bytes()), None, "{other}");
+        }
+    }
+}
