@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use rmcp::model::ErrorData;
+use serde::Serialize;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -224,33 +225,61 @@ impl Evidence {
     /// The members of an audit line that come from the evidence (`risk` to `entries`), as JSON
     /// text without the braces.
     pub fn audit_members(&self) -> String {
-        let members = json!({
-            "risk": self.risk.words(),
-            "risk_from": self.source.name(),
-            "gap": self.gap,
-            "validated_by_gate": self.validated_here,
-            "catalog_version": self.catalog_version,
-            "plan": self.plan.as_ref().map(|p| json!({
-                "max_risk": p["max_risk"],
-                "max_risk_hints": p["max_risk_hints"],
-                "steps": p["steps"].as_array().map(Vec::len),
-            })),
-            "entries": self.entries.iter().map(|e| json!({"id": e["id"], "risk_hints": e["risk_hints"]})).collect::<Vec<_>>(),
-        })
-        .to_string();
-        members[1..members.len() - 1].to_owned()
+        #[derive(Serialize)]
+        struct Members<'a> {
+            risk: &'static str,
+            risk_from: &'static str,
+            gap: &'a Option<String>,
+            validated_by_gate: bool,
+            catalog_version: &'a Option<String>,
+            plan: Option<PlanSummary<'a>>,
+            entries: Vec<EntrySummary<'a>>,
+        }
+        #[derive(Serialize)]
+        struct PlanSummary<'a> {
+            max_risk: &'a Value,
+            max_risk_hints: &'a Value,
+            steps: Option<usize>,
+        }
+        #[derive(Serialize)]
+        struct EntrySummary<'a> {
+            id: &'a Value,
+            risk_hints: &'a Value,
+        }
+        let members = Members {
+            risk: self.risk.words(),
+            risk_from: self.source.name(),
+            gap: &self.gap,
+            validated_by_gate: self.validated_here,
+            catalog_version: &self.catalog_version,
+            plan: self.plan.as_ref().map(|p| PlanSummary {
+                max_risk: &p["max_risk"],
+                max_risk_hints: &p["max_risk_hints"],
+                steps: p["steps"].as_array().map(Vec::len),
+            }),
+            entries: self
+                .entries
+                .iter()
+                .map(|e| EntrySummary { id: &e["id"], risk_hints: &e["risk_hints"] })
+                .collect(),
+        };
+        let text = serde_json::to_string(&members).unwrap_or_else(|_| "{}".into());
+        text[1..text.len() - 1].to_owned()
     }
 }
 
 /// SHA-256 of the program as JSON text (or of the promoted reference), in hex.
 pub fn digest(program: Option<&Value>, program_ref: Option<&str>) -> String {
-    let bytes = match (program, program_ref) {
-        (Some(p), _) => p.to_string(),
-        (None, Some(id)) => id.to_owned(),
-        (None, None) => String::new(),
-    };
+    match (program, program_ref) {
+        (Some(p), _) => sha256_hex(p.to_string().as_bytes()),
+        (None, Some(id)) => sha256_hex(id.as_bytes()),
+        (None, None) => sha256_hex(b""),
+    }
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = Sha256::digest(bytes.as_bytes());
+    let digest = Sha256::digest(bytes);
     digest.iter().flat_map(|b| [HEX[usize::from(b >> 4)] as char, HEX[usize::from(b & 15)] as char]).collect()
 }
 
@@ -291,21 +320,33 @@ impl Default for Validations {
 /// The key of one program: exact, so that any change (a byte of the program or the context)
 /// is another program.
 pub fn key(language: &str, program: &Value, context: &Value) -> String {
-    // The array `[language, program, context]`, written without copying the program.
-    serde_json::to_string(&(language, program, context)).unwrap_or_default()
+    key_around(language, &program.to_string(), context)
+}
+
+/// [`key`] of the program written as `program` already: the array `[language, program,
+/// context]` as compact JSON.
+fn key_around(language: &str, program: &str, context: &Value) -> String {
+    let language = Value::from(language);
+    format!("[{language},{program},{context}]")
 }
 
 impl Validations {
     /// Keep `response` (a validate result's `structuredContent`) of `program` with `context`
     /// in `language`.
     pub fn keep(&self, language: &Language, program: &Value, context: &Value, response: Value) {
-        let key = key(&language.name, program, context);
+        // The key written around the program's text, which the digest is of: one writing.
+        let program_text = program.to_string();
+        let key = key_around(&language.name, &program_text, context);
         if key.len() > KEPT_BYTES {
             return;
         }
         let judged = language.plan.then(|| {
             let evidence = of_plan(language, program, &response, false);
-            Judged { digest: digest(Some(program), None), members: evidence.audit_members(), evidence }
+            Judged {
+                digest: sha256_hex(program_text.as_bytes()),
+                members: evidence.audit_members(),
+                evidence,
+            }
         });
         self.0.keep(key, Arc::new(Kept { response, judged }));
     }
