@@ -11,7 +11,9 @@
 //! cargo run --example gate --features host -- --policy gate-policy.json --audit gate-audit.jsonl -- CMD ARGS...
 //! ```
 //!
-//! See `docs/gate.md` for the host configuration line, the policy file and the refusal shape.
+//! In front of a spawned server one thread relays as bytes what the gate settles itself (the fast
+//! path, `splice.rs`) and hands the rest to the rmcp proxy (`proxy.rs`). See `docs/gate.md` for
+//! the host configuration line, how it relays, the policy file and the refusal shape.
 
 mod ask;
 mod decide;

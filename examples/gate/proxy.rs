@@ -1,5 +1,8 @@
 //! The passthrough: an MCP server to the host ([`Gate`]) and an MCP client to the real server
-//! ([`Backward`]), each forwarding what the other side says, unchanged.
+//! ([`Backward`]), each forwarding what the other side says, unchanged. In front of a server the
+//! gate spawns, both speak over socket pairs to the fast path ([`crate::splice`]), which hands
+//! them only what it does not settle itself; a Streamable HTTP server is reached through them
+//! alone.
 //!
 //! The upstream connection is opened when the host initializes, with the host's own
 //! `initialize` parameters (its capabilities and extension declarations), and the upstream's
