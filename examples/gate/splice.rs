@@ -344,7 +344,15 @@ impl Splice {
             }
             let e = std::io::Error::last_os_error();
             match e.kind() {
-                std::io::ErrorKind::WouldBlock => return wrote,
+                std::io::ErrorKind::WouldBlock => {
+                    // A slow reader: what it took is let go, so that the queue holds only what
+                    // it has not (bounded by QUEUE_CAP through the sources' back-pressure).
+                    if w.sent >= 1 << 20 {
+                        w.queue.drain(..w.sent);
+                        w.sent = 0;
+                    }
+                    return wrote;
+                }
                 std::io::ErrorKind::Interrupted => continue,
                 _ => w.open = false,
             }
