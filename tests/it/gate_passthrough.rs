@@ -372,8 +372,16 @@ async fn stateless(
     url: &str,
     answer: Option<Value>,
 ) -> (RunningService<RoleClient, Host>, Arc<Mutex<HostSaw>>, tokio::process::Child) {
+    stateless_with(&endpoint(url), answer).await
+}
+
+/// A stateless host through the gate started with `args`.
+async fn stateless_with(
+    args: &[String],
+    answer: Option<Value>,
+) -> (RunningService<RoleClient, Host>, Arc<Mutex<HostSaw>>, tokio::process::Child) {
     let saw = Arc::new(Mutex::new(HostSaw::default()));
-    let mut child = spawn_gate(&endpoint(url));
+    let mut child = spawn_gate(args);
     let (stdout, stdin) = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
     let host = Host { answer, saw: saw.clone() };
     let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
@@ -484,4 +492,31 @@ async fn a_stateless_host_approves_and_declines_through_its_elicitation_handler(
     let message = result.structured_content.unwrap()["error"]["message"].as_str().unwrap().to_owned();
     assert!(message.contains("the host does not support elicitation"), "{message}");
     assert_eq!(up.received.lock().unwrap().executes.len(), 0);
+}
+
+/// A stateless host in front of a server the gate spawns (the automation binary over stdio):
+/// every call takes the rmcp proxy's path (the fast path waits for a handshake), so a safe
+/// program runs and a destructive one is asked through the input-required rounds.
+#[tokio::test]
+async fn a_stateless_host_in_front_of_a_spawned_server() {
+    let store = TempStore::new("gate-stateless-spawned");
+    let args = vec![
+        "--".into(),
+        example_binary("automation").display().to_string(),
+        "--store".into(),
+        store.path().display().to_string(),
+    ];
+    let answer = json!({"action": "accept", "content": {"approve": true}});
+    let (host, saw, _child) = stateless_with(&args, Some(answer)).await;
+    let safe = json!({"steps": [{"id": "s", "call": "wait", "with": {"ms": 0}}]});
+    let validated = host.call_tool(automation_call("validate_automation", &safe)).await.unwrap();
+    assert_eq!(validated.structured_content.unwrap()["valid"], true);
+    let ran = host.call_tool(automation_call("run_automation", &safe)).await.unwrap();
+    assert_eq!(ran.structured_content.unwrap()["outcome"]["ok"], true);
+    assert!(saw.lock().unwrap().questions.is_empty(), "a safe program is not asked about");
+    let ran = host.call_tool(automation_call("run_automation", &destructive())).await.unwrap();
+    let out = ran.structured_content.unwrap();
+    assert_eq!(out["outcome"]["ok"], true, "approved through the rounds: {out}");
+    assert_eq!(saw.lock().unwrap().questions.len(), 1);
+    host.cancel().await.unwrap();
 }
