@@ -128,8 +128,10 @@ async fn workflow_over_http_with_a_session() {
 /// request's `_meta`, discovery through `server/discover`.
 #[tokio::test]
 async fn automation_over_stateless_http() {
-    let file = std::env::temp_dir().join(format!("pilotage-host-automation-{}.sqlite", std::process::id()));
-    let runs = pilotage::state::SqliteState::open(&file).unwrap();
+    // Declared first, dropped last: the database and its -wal and -shm files go once the
+    // server has closed them, whatever the test's end.
+    let store = pilotage::testkit::TempStore::new("host-automation");
+    let runs = store.open();
     let server = pilotage::Server::builder()
         .language(automation::Automation::new)
         .state(std::sync::Arc::new(runs))
@@ -147,5 +149,4 @@ async fn automation_over_stateless_http() {
     let set = ran(auto.run(json!({"steps": [{"id": "s", "set": 1}]}), &options).await.unwrap());
     assert_eq!(set.status, RunStatus::Success, "{:?}", set.response);
     assert!(set.idempotency_key.is_some(), "automation declares idempotency: the Host sends a fresh key");
-    let _ = std::fs::remove_file(&file);
 }

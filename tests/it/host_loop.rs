@@ -95,8 +95,10 @@ async fn catalog_drift_is_recovered_by_validating_again_and_resuming() {
 /// held, a writing one runs without asking.
 #[tokio::test]
 async fn promoted_programs_are_gated_on_their_entrys_risk() {
-    let file = std::env::temp_dir().join(format!("pilotage-host-promoted-{}.sqlite", std::process::id()));
-    let runs = pilotage::state::SqliteState::open(&file).unwrap();
+    // Declared first, dropped last: the database and its -wal and -shm files go once the
+    // server has closed them, whatever the test's end.
+    let store = pilotage::testkit::TempStore::new("host-promoted");
+    let runs = store.open();
     let server = pilotage::Server::builder()
         .language(crate::automation::Automation::new)
         .state(Arc::new(runs))
@@ -134,7 +136,6 @@ async fn promoted_programs_are_gated_on_their_entrys_risk() {
     assert_eq!(approver.asked().len(), 1, "a read-only promoted program needs no approval");
     let unknown = auto.execute_promoted("prog_0000", &options).await.unwrap_err();
     assert_eq!(unknown.request_kind(), Some(pilotage::model::errors::ErrorKind::NotFound));
-    let _ = std::fs::remove_file(&file);
 }
 
 /// `promotion_drift` is terminal (Part II §7.5): unlike `catalog_drift`, the Host neither
