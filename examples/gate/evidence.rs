@@ -44,7 +44,7 @@ impl Source {
 }
 
 /// What the gate decides on.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Evidence {
     /// The risk, by the rule in `decide`.
     pub risk: Risk,
@@ -89,7 +89,11 @@ pub async fn inline(
     context: &Value,
 ) -> Result<Evidence, ErrorData> {
     let (response, validated_here) = match inner.validations.get(&key(&language.name, program, context)) {
-        Some(seen) => (seen.response.clone(), false),
+        // Judged when it was kept, for a Language that declares a plan.
+        Some(seen) => match (&seen.judged, language.plan) {
+            (Some(judged), true) => return Ok(judged.evidence.clone()),
+            _ => (seen.response.clone(), false),
+        },
         None => {
             let Some(validate) = &language.validate else {
                 return Ok(Evidence::missing("the Language has no validate tool"));

@@ -16,8 +16,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{json, Value};
 
 use crate::ask::{self, Answer, Question};
-use crate::evidence::key;
-use crate::evidence::{self, Evidence};
+use crate::evidence::{self, key, Evidence};
 use crate::proxy::{stateless, Inner, OWN_CALL_TIMEOUT};
 use crate::rounds::{self, Pending};
 use crate::surface::{ProgramTool, Surface};

@@ -36,7 +36,7 @@ use serde_json::{json, Value};
 use crate::lines::{canon, response_id, Head, Params};
 use crate::names::{reserved, Names};
 use crate::proxy::{Inner, LIFECYCLE_KEYS};
-use crate::surface::Language;
+use crate::surface::{Language, Surface};
 
 /// The longest line relayed, rmcp's own limit.
 const MAX_LINE: usize = 16 << 20;
@@ -117,7 +117,7 @@ struct Fast {
 /// its way.
 struct Settled<'a> {
     edited: Option<Vec<u8>>,
-    validation: Option<(String, &'a RawValue)>,
+    validation: Option<(Arc<Surface>, String, &'a RawValue)>,
 }
 
 /// The fast path's state, owned by its thread.
@@ -412,8 +412,8 @@ impl Splice {
                 Some(settled) => {
                     self.send(Sink::Server, settled.edited.as_deref().unwrap_or(line));
                     // What a validation is kept for is read once the call is on its way.
-                    if let Some((tool, arguments)) = settled.validation {
-                        self.expect_validation(&id, &tool, arguments);
+                    if let Some((surface, tool, arguments)) = settled.validation {
+                        self.expect_validation(&id, &surface, &tool, arguments);
                     }
                 }
                 None => self.send(Sink::Gate, line),
@@ -462,7 +462,7 @@ impl Splice {
         if let Some(tool) = surface.programs.get(name.as_ref()) {
             let raw = params.arguments?;
             if tool.validates {
-                settled.validation = Some((name.into_owned(), raw));
+                settled.validation = Some((surface.clone(), name.into_owned(), raw));
             } else {
                 let arguments: Value = serde_json::from_str(raw.get()).ok().filter(Value::is_object)?;
                 let version =
@@ -484,8 +484,7 @@ impl Splice {
     }
 
     /// Note what the answer to the fast call `id` of the validate tool `tool` is to be kept for.
-    fn expect_validation(&mut self, id: &str, tool: &str, raw: &RawValue) {
-        let Some(surface) = self.inner.surface.try_lock().ok().and_then(|s| s.clone()) else { return };
+    fn expect_validation(&mut self, id: &str, surface: &Surface, tool: &str, raw: &RawValue) {
         let Ok(arguments) = serde_json::from_str::<Value>(raw.get()) else { return };
         let Some(tool) = surface.programs.get(tool) else { return };
         let (Some(language), Some(call)) = (surface.language_of(tool, &arguments), self.fast.get_mut(id))
