@@ -48,16 +48,28 @@ impl Risk {
         decides: Decides,
         entries: &[Value],
     ) -> Risk {
-        let Ok(mut validation) = ValidateResponse::deserialize(validation) else {
-            return Risk::Unknown;
-        };
+        match ValidateResponse::deserialize(validation) {
+            Ok(mut validation) => Risk::of_response(language, program, &mut validation, decides, entries),
+            Err(_) => Risk::Unknown,
+        }
+    }
+
+    /// [`Risk::of_validation`] of a validate response read already (of which what does not
+    /// decide is taken out: the references for [`Decides::Plan`], the plan otherwise).
+    pub fn of_response(
+        language: &str,
+        program: &Value,
+        validation: &mut ValidateResponse,
+        decides: Decides,
+        entries: &[Value],
+    ) -> Risk {
         match decides {
             Decides::Plan => validation.references = None,
             Decides::References => validation.plan = None,
         }
         let entries: Vec<CatalogEntry> =
             entries.iter().filter_map(|e| serde_json::from_value(e.clone()).ok()).collect();
-        Risk::of(&decide(language, program, &validation, &entries))
+        Risk::of(&decide(language, program, validation, &entries))
     }
 
     /// The library's verdict on a `program_ref` run, from its promoted entry.

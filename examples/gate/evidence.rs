@@ -5,8 +5,11 @@
 
 use std::sync::Arc;
 
+use pilotage::model::diagnostic::Severity;
+use pilotage::model::plan::{Plan, ValidateResponse};
 use rmcp::model::ErrorData;
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -92,7 +95,7 @@ pub async fn inline(
         // Judged when it was kept, for a Language that declares a plan.
         Some(seen) => match (&seen.judged, language.plan) {
             (Some(judged), true) => return Ok(judged.evidence.clone()),
-            _ => (seen.response.clone(), false),
+            _ => (serde_json::from_str(seen.response.get()).unwrap_or(Value::Null), false),
         },
         None => {
             let Some(validate) = &language.validate else {
@@ -125,31 +128,74 @@ pub async fn inline(
 /// the plan decides; references a server may send anyway are not looked at.
 fn of_plan(language: &Language, program: &Value, response: &Value, validated_here: bool) -> Evidence {
     let mut evidence = match response.get("plan").filter(|p| p.is_object()) {
-        Some(plan) => Evidence {
-            risk: Risk::of_validation(&language.name, program, response, Decides::Plan, &[]),
-            source: Source::Plan,
-            plan: Some(plan.clone()),
-            entries: Vec::new(),
-            catalog_version: None,
-            gap: None,
-            invalid: false,
-            validated_here: false,
-        },
-        None => Evidence::missing("the Language declares a plan, but the validation returned none"),
+        Some(plan) => {
+            planned(Risk::of_validation(&language.name, program, response, Decides::Plan, &[]), plan.clone())
+        }
+        None => unplanned(),
     };
     finish(&mut evidence, response, validated_here);
     evidence
 }
 
+/// [`of_plan`] of a validation the server wrote as `text`: read in one pass into the official
+/// shape, of which the rule reads the plan either way (`of_plan` reads a response of another
+/// shape, whose risk is unknown).
+fn of_plan_text(language: &Language, program: &Value, text: &RawValue) -> Evidence {
+    let Ok(mut response) = serde_json::from_str::<ValidateResponse>(text.get()) else {
+        let response = serde_json::from_str(text.get()).unwrap_or(Value::Null);
+        return of_plan(language, program, &response, false);
+    };
+    let catalog_version = response.catalog_version.take();
+    let invalid = !response.valid || response.diagnostics.iter().any(|d| d.severity == Severity::Error);
+    let mut evidence = if response.plan.is_some() {
+        let risk = Risk::of_response(&language.name, program, &mut response, Decides::Plan, &[]);
+        planned(risk, response.plan.take().map_or(Value::Null, Plan::into_value))
+    } else {
+        unplanned()
+    };
+    finish_with(&mut evidence, catalog_version, invalid, false);
+    evidence
+}
+
+/// The evidence of a validation's `plan`, of `risk`.
+fn planned(risk: Risk, plan: Value) -> Evidence {
+    Evidence {
+        risk,
+        source: Source::Plan,
+        plan: Some(plan),
+        entries: Vec::new(),
+        catalog_version: None,
+        gap: None,
+        invalid: false,
+        validated_here: false,
+    }
+}
+
+fn unplanned() -> Evidence {
+    Evidence::missing("the Language declares a plan, but the validation returned none")
+}
+
 /// What every validation's evidence carries besides its risk: the catalog version, whether the
 /// validation stands with an error, whether the gate ran it, and why the risk is unknown.
 fn finish(evidence: &mut Evidence, response: &Value, validated_here: bool) {
+    let catalog_version = response["catalog_version"].as_str().map(str::to_owned);
+    let invalid = response["valid"] != Value::Bool(true)
+        || response["diagnostics"].as_array().into_iter().flatten().any(|d| d["severity"] == "error");
+    finish_with(evidence, catalog_version, invalid, validated_here);
+}
+
+/// [`finish`] with the response's catalog version and invalidity read already.
+fn finish_with(
+    evidence: &mut Evidence,
+    catalog_version: Option<String>,
+    invalid: bool,
+    validated_here: bool,
+) {
     if evidence.risk == Risk::Unknown && evidence.gap.is_none() {
         evidence.gap = Some("the risk hints are missing or unreadable".into());
     }
-    evidence.catalog_version = response["catalog_version"].as_str().map(str::to_owned);
-    evidence.invalid = response["valid"] != Value::Bool(true)
-        || response["diagnostics"].as_array().into_iter().flatten().any(|d| d["severity"] == "error");
+    evidence.catalog_version = catalog_version;
+    evidence.invalid = invalid;
     evidence.validated_here = validated_here;
 }
 
@@ -293,8 +339,8 @@ const KEPT_BYTES: usize = 1 << 20;
 
 /// A validation the host's model ran, as kept.
 pub struct Kept {
-    /// The validate result's `structuredContent`.
-    pub response: Value,
+    /// The validate result's `structuredContent`, as the server wrote it.
+    pub response: Box<RawValue>,
     /// In a Language that declares a plan: what the validation gives an execute of the same
     /// program, judged once when kept (the fast path's execute reads it instead of judging).
     pub judged: Option<Judged>,
@@ -324,12 +370,12 @@ impl Default for Validations {
 /// The key of one program: exact, so that any change (a byte of the program or the context)
 /// is another program.
 pub fn key(language: &str, program: &Value, context: &Value) -> String {
-    key_around(language, &program.to_string(), context)
+    key_text(language, &program.to_string(), &context.to_string())
 }
 
-/// [`key`] of the program written as `program` already: the array `[language, program,
-/// context]` as compact JSON.
-fn key_around(language: &str, program: &str, context: &Value) -> String {
+/// [`key`] of the program and the context written as `program` and `context` already: the
+/// array `[language, program, context]` as JSON text.
+pub fn key_text(language: &str, program: &str, context: &str) -> String {
     let language = Value::from(language);
     format!("[{language},{program},{context}]")
 }
@@ -337,15 +383,15 @@ fn key_around(language: &str, program: &str, context: &Value) -> String {
 impl Validations {
     /// Keep `response` (a validate result's `structuredContent`) of `program` with `context`
     /// in `language`.
-    pub fn keep(&self, language: &Language, program: &Value, context: &Value, response: Value) {
+    pub fn keep(&self, language: &Language, program: &Value, context: &Value, response: Box<RawValue>) {
         // The key written around the program's text, which the digest is of: one writing.
         let program_text = program.to_string();
-        let key = key_around(&language.name, &program_text, context);
+        let key = key_text(&language.name, &program_text, &context.to_string());
         if key.len() > KEPT_BYTES {
             return;
         }
         let judged = language.plan.then(|| {
-            let evidence = of_plan(language, program, &response, false);
+            let evidence = of_plan_text(language, program, &response);
             Judged {
                 digest: sha256_hex(program_text.as_bytes()),
                 members: evidence.audit_members(),

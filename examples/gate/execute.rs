@@ -13,6 +13,10 @@ use rmcp::model::{
     ServerResult,
 };
 use rmcp::service::{RequestContext, RoleServer};
+use std::collections::HashMap;
+
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::ask::{self, Answer, Question};
@@ -141,7 +145,8 @@ fn keep(inner: &Inner, surface: &Surface, tool: &ProgramTool, arguments: &Value,
     let (Some(response), false) = (&result.structured_content, result.is_error == Some(true)) else { return };
     let Some(language) = surface.language_of(tool, arguments) else { return };
     let program = &arguments[tool.argument.as_str()];
-    inner.validations.keep(language, program, &arguments["context"], response.clone());
+    let Ok(response) = serde_json::value::to_raw_value(response) else { return };
+    inner.validations.keep(language, program, &arguments["context"], response);
 }
 
 /// The decision on one execute.
@@ -235,34 +240,46 @@ fn settled(inner: &Inner, q: &Question<'_>) -> Option<(&'static str, String)> {
     }
 }
 
-/// The fast path's decision on an execute of `name` with `arguments` (the splice decides it
-/// without rmcp, on its own thread): the catalog version to forward it with, when the decision
-/// is made from what the gate already holds (the surface, the kept validation of this exact
-/// inline program in a Language with a plan) and lets it through (safe, or approved by the
-/// policy), its audit line written. `None` leaves the call to [`call`], which asks the person,
-/// validates, looks entries up or refuses; nothing is written then.
+/// The fast path's decision on an execute of `name` with `arguments` (each member's text as
+/// the host wrote it; the splice decides it without rmcp, on its own thread): the catalog
+/// version to forward it with, when the decision is made from what the gate already holds (the
+/// surface, the kept validation of this exact inline program in a Language with a plan) and
+/// lets it through (safe, or approved by the policy), its audit line written. `None` leaves the
+/// call to [`call`], which asks the person, validates, looks entries up or refuses; nothing is
+/// written then.
 pub fn settled_forward(
     inner: &Inner,
     surface: &Surface,
     tool: &ProgramTool,
     name: &str,
-    arguments: &Value,
+    arguments: &HashMap<&str, &RawValue>,
 ) -> Option<Option<String>> {
-    let language = surface.language_of(tool, arguments)?;
-    let program = arguments.get(&tool.argument).filter(|p| !p.is_null())?;
-    if arguments.get("program_ref").is_some_and(|r| !r.is_null()) {
+    let text = |member: &str| arguments.get(member).map(|raw| raw.get()).filter(|t| *t != "null");
+    let named = text("language").and_then(|l| serde_json::from_str::<String>(l).ok());
+    let language = surface.language_named(tool, named.as_deref())?;
+    let program = text(&tool.argument)?;
+    if text("program_ref").is_some() {
         return None;
     }
+    let context = text("context").unwrap_or("null");
     // The judgment made when the validation of this exact program was kept (a Language that
-    // declares a plan, now as then).
-    let kept = inner.validations.get(&key(&language.name, program, &arguments["context"]))?;
+    // declares a plan, now as then). Its key is the program's and context's canonical text: the
+    // text as written matches it when the host wrote them so (as serde_json and most peers do);
+    // otherwise they are read and written canonically.
+    let kept =
+        inner.validations.get(&evidence::key_text(&language.name, program, context)).or_else(|| {
+            let program: Value = serde_json::from_str(program).ok()?;
+            let context: Value = serde_json::from_str(context).ok()?;
+            inner.validations.get(&key(&language.name, &program, &context))
+        })?;
     let judged = kept.judged.as_ref().filter(|_| language.plan)?;
     let server = &inner.upstream().ok()?.info.server_info.name;
+    // No question is asked here; the program's digest was made when its validation was kept.
     let q = Question {
         server,
         language: &language.name,
         tool: name,
-        program: Some(program),
+        program: None,
         program_ref: None,
         evidence: &judged.evidence,
     };
@@ -289,16 +306,27 @@ fn answer(
     members: &str,
 ) -> Verdict {
     let evidence = q.evidence;
-    let mut line = json!({
-        "gate": decision,
-        "by": by,
-        "server": q.server,
-        "language": q.language,
-        "tool": q.tool,
-        "program_sha256": digest,
-        "program_ref": q.program_ref,
-    })
-    .to_string();
+    /// The members of an audit line that come from the question and the decision.
+    #[derive(Serialize)]
+    struct Head<'a> {
+        gate: &'a str,
+        by: &'a str,
+        server: &'a str,
+        language: &'a str,
+        tool: &'a str,
+        program_sha256: &'a str,
+        program_ref: Option<&'a str>,
+    }
+    let head = Head {
+        gate: decision,
+        by: &by,
+        server: q.server,
+        language: q.language,
+        tool: q.tool,
+        program_sha256: digest,
+        program_ref: q.program_ref,
+    };
+    let mut line = serde_json::to_string(&head).unwrap_or_else(|_| "{}".into());
     line.pop();
     line.push(',');
     line.push_str(members);

@@ -2,11 +2,12 @@
 //! pass that skips what routing does not read, and an answer's id from its first bytes.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// A JSON-RPC message as routing reads it: one pass over the line, the members it does not
 /// route on skipped, a call's arguments left as text until needed.
@@ -28,8 +29,9 @@ pub struct Params<'a> {
     pub name: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     pub arguments: Option<&'a RawValue>,
-    #[serde(rename = "_meta", default)]
-    pub meta: Option<Map<String, Value>>,
+    /// Its `_meta`, each member's text as written.
+    #[serde(borrow, rename = "_meta", default)]
+    pub meta: Option<HashMap<Cow<'a, str>, &'a RawValue>>,
     /// The retry of a stateless host carrying an answer (the rmcp path's).
     #[serde(rename = "requestState", default)]
     pub request_state: Option<IgnoredAny>,
@@ -45,7 +47,18 @@ pub struct Params<'a> {
 
 /// A JSON value's canonical text (an id or token compared as the peer will echo it).
 pub fn canon(raw: &RawValue) -> Option<String> {
+    // An integer within `i64` and a string without escapes read back as themselves.
+    let text = raw.get().as_bytes();
+    if valid_integer(text) || (text.first() == Some(&b'"') && !text.contains(&b'\\')) {
+        return Some(raw.get().to_owned());
+    }
     serde_json::from_str::<Value>(raw.get()).ok().map(|v| v.to_string())
+}
+
+/// A tool call's arguments as the text of each member, read without building values; `None`
+/// when they are not an object, or a member's name is written with escapes.
+pub fn members(arguments: &RawValue) -> Option<HashMap<&str, &RawValue>> {
+    serde_json::from_str(arguments.get()).ok()
 }
 
 /// The id (as JSON text) of an answer written the way rmcp and most peers write one,
@@ -70,17 +83,56 @@ pub fn response_id(line: &[u8]) -> Option<String> {
 }
 
 /// Whether `text` is an integer as JSON writes it and reads back the same (`-` at most first, no
-/// leading zero, at most 18 digits: within `i64`, so its canonical text is itself).
+/// leading zero, at most 18 digits: within `i64`, so its canonical text is itself; not `-0`,
+/// which reads back as `-0.0`).
 fn valid_integer(text: &[u8]) -> bool {
     let digits = text.strip_prefix(b"-").unwrap_or(text);
-    (1..=18).contains(&digits.len())
+    text != b"-0"
+        && (1..=18).contains(&digits.len())
         && digits.iter().all(u8::is_ascii_digit)
         && (digits.len() == 1 || digits[0] != b'0')
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{canon, response_id};
+    use super::{canon, members, response_id};
+    use serde_json::value::RawValue;
+    use serde_json::Value;
+
+    #[test]
+    fn canon_is_the_text_serde_json_writes_back() {
+        for text in [
+            "0",
+            "42",
+            "-7",
+            "\"a\"",
+            "\"ä b\"",
+            "\"a\\\"b\"",
+            "\"\\u0041\"",
+            "1.5",
+            "1e3",
+            "-0",
+            "12345678901234567890",
+            "{\"b\":1,\"a\":[true,null]}",
+            "[ 1 ,2 ]",
+        ] {
+            let raw: Box<RawValue> = serde_json::from_str(text).unwrap();
+            let written = serde_json::from_str::<Value>(text).unwrap().to_string();
+            assert_eq!(canon(&raw).as_deref(), Some(written.as_str()), "{text}");
+        }
+    }
+
+    #[test]
+    fn arguments_are_read_as_their_members_text() {
+        let raw: Box<RawValue> = serde_json::from_str(r#"{"a": {"x": [1, 2]}, "b":null}"#).unwrap();
+        let read = members(&raw).unwrap();
+        assert_eq!((read["a"].get(), read["b"].get(), read.len()), (r#"{"x": [1, 2]}"#, "null", 2));
+        // Not an object, or a member's name written with an escape: not read.
+        for text in ["[1]", "\"a\"", r#"{"\u0061": 1}"#] {
+            let raw: Box<RawValue> = serde_json::from_str(text).unwrap();
+            assert!(members(&raw).is_none(), "{text}");
+        }
+    }
 
     #[test]
     fn an_answers_id_is_read_from_its_first_bytes_as_its_canonical_text() {
@@ -94,7 +146,7 @@ mod tests {
         let error = "{\"jsonrpc\":\"2.0\",\"id\":5,\"error\":{\"code\":-32603}}";
         assert_eq!(response_id(error.as_bytes()).as_deref(), Some("5"));
         // Anything else is read in full.
-        for id in ["007", "1.5", "1e3", "-", "\"a\\\"b\"", "null", "12345678901234567890"] {
+        for id in ["007", "1.5", "1e3", "-", "-0", "\"a\\\"b\"", "null", "12345678901234567890"] {
             assert_eq!(response_id(answer(id).as_bytes()), None, "{id}");
         }
         for other in [

@@ -14,7 +14,7 @@ const PREFIX: &str = "pilotage-gate:";
 /// Whether an id or token (as JSON text) has the form of a name: the host's calls under such
 /// an id or token take the rmcp path, so that they never meet the client's.
 pub fn reserved(text: &str) -> bool {
-    text.starts_with(&format!("\"{PREFIX}"))
+    text.strip_prefix('"').is_some_and(|t| t.starts_with(PREFIX))
 }
 
 /// A request of the client in flight, by its name (as JSON text).

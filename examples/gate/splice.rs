@@ -29,14 +29,15 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
-use serde_json::value::RawValue;
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use crate::lines::{canon, response_id, Head, Params};
-use crate::names::{reserved, Names};
-use crate::proxy::{Inner, LIFECYCLE_KEYS};
-use crate::surface::{Language, Surface};
+use crate::lines::{canon, response_id, Head};
+use crate::names::Names;
+use crate::proxy::Inner;
+use crate::surface::Language;
+
+mod settle;
+use settle::Later;
 
 /// The longest line relayed, rmcp's own limit.
 const MAX_LINE: usize = 16 << 20;
@@ -112,14 +113,6 @@ struct Fast {
     token: Option<String>,
 }
 
-/// A call the fast path settled: what to send the server instead of the line (`None`: the line
-/// as it came), and for a validate call its tool and its arguments, read once the call is on
-/// its way.
-struct Settled<'a> {
-    edited: Option<Vec<u8>>,
-    validation: Option<(Arc<Surface>, String, &'a RawValue)>,
-}
-
 /// The fast path's state, owned by its thread.
 pub struct Splice {
     inner: Arc<Inner>,
@@ -139,6 +132,8 @@ pub struct Splice {
     host_closed_at: Option<Instant>,
     /// What one `read` fills, allocated once.
     chunk: Vec<u8>,
+    /// What the lines of the chunk being read left for after it is written.
+    later: Vec<Later>,
 }
 
 impl Splice {
@@ -174,16 +169,18 @@ impl Splice {
             names: Names::default(),
             host_closed_at: None,
             chunk: vec![0; 64 * 1024],
+            later: Vec::new(),
         })
     }
 
     /// Relay until the host and the rmcp gate are done, then end the server.
     pub fn run(mut self) {
         let mut last = Instant::now();
+        let mut ready = [true; 4];
         loop {
             let mut moved = false;
             for (k, from) in FROM.into_iter().enumerate() {
-                if self.readers[k].open && self.room(from) {
+                if ready[k] && self.readers[k].open && self.room(from) {
                     moved |= self.read(k, from);
                 }
             }
@@ -195,10 +192,14 @@ impl Splice {
             }
             if moved {
                 last = Instant::now();
-            } else if last.elapsed() < self.linger {
+            }
+            // One `poll` looks at every source (a `read` of each would take each pipe's lock,
+            // which the peer writing into it waits for): at once while lingering, yielding the
+            // core between looks, and asleep after.
+            let lingering = last.elapsed() < self.linger;
+            ready = self.wait(lingering);
+            if lingering && ready == [false; 4] {
                 std::thread::yield_now();
-            } else {
-                self.sleep();
             }
         }
         for k in 0..4 {
@@ -225,24 +226,32 @@ impl Splice {
         destinations(from).iter().map(|to| self.writers[slot(*to)].pending()).sum::<usize>() < QUEUE_CAP
     }
 
-    fn sleep(&mut self) {
-        let mut fds = Vec::with_capacity(8);
+    /// Which sources have something to read (or reached their end): at once when `now`,
+    /// else waiting until one has, or a writer can take more of its queue.
+    fn wait(&mut self, now: bool) -> [bool; 4] {
+        let mut fds = [libc::pollfd { fd: -1, events: 0, revents: 0 }; 8];
         for (k, from) in FROM.into_iter().enumerate() {
             if self.readers[k].open && self.room(from) {
-                fds.push(libc::pollfd { fd: self.readers[k].fd, events: libc::POLLIN, revents: 0 });
+                fds[k] = libc::pollfd { fd: self.readers[k].fd, events: libc::POLLIN, revents: 0 };
             }
         }
-        for w in &self.writers {
+        for (k, w) in self.writers.iter().enumerate() {
             if w.open && w.pending() > 0 {
-                fds.push(libc::pollfd { fd: w.fd, events: libc::POLLOUT, revents: 0 });
+                fds[4 + k] = libc::pollfd { fd: w.fd, events: libc::POLLOUT, revents: 0 };
             }
         }
-        let timeout = match self.host_closed_at {
-            Some(at) => EXIT_GRACE.saturating_sub(at.elapsed()).as_millis() as i32 + 1,
-            None => -1,
+        let timeout = match (now, self.host_closed_at) {
+            (true, _) => 0,
+            (false, Some(at)) => EXIT_GRACE.saturating_sub(at.elapsed()).as_millis() as i32 + 1,
+            (false, None) => -1,
         };
-        // SAFETY: `fds` is a live array of `fds.len()` pollfd records.
-        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
+        // SAFETY: `fds` is a live array of `fds.len()` pollfd records (a negative fd is skipped).
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
+        if n < 0 {
+            // Interrupted: look at every source.
+            return [true; 4];
+        }
+        std::array::from_fn(|k| fds[k].revents != 0)
     }
 
     /// Read what `from` has; route its complete lines. Whether anything was read.
@@ -279,6 +288,9 @@ impl Splice {
             }
             if buf.is_empty() {
                 self.route(from, line);
+            } else if buf.len() + line.len() > MAX_LINE {
+                self.too_long(from, &buf);
+                buf = Vec::new();
             } else {
                 buf.extend_from_slice(line);
                 self.route(from, &buf);
@@ -288,17 +300,42 @@ impl Splice {
         if !self.readers[k].skipping {
             buf.extend_from_slice(data);
             if buf.len() > MAX_LINE {
-                buf = Vec::new();
                 self.readers[k].skipping = true;
-                if from == Source::Host {
-                    let error = json!({"jsonrpc": "2.0", "id": null,
-                        "error": {"code": -32700, "message": "a line longer than 16 MiB was discarded"}});
-                    self.send(Sink::Host, error.to_string().as_bytes());
-                }
+                self.too_long(from, &buf);
+                buf = Vec::new();
             }
         }
         self.readers[k].buf = buf;
+        // What the chunk's lines are written in one `write` per destination (an answer and the
+        // notification before it wake the host once), then the work they left for after.
+        for k in 0..4 {
+            self.flush(k);
+        }
+        self.after();
         true
+    }
+
+    /// A line from `from` that begins with `start` is longer than [`MAX_LINE`] and is
+    /// discarded. The host is told with a parse error (as for a line that is not JSON); an
+    /// answer of the server's whose id its first bytes give ([`response_id`]) is answered with
+    /// an error in its place, to the host or the rmcp client that asked.
+    fn too_long(&mut self, from: Source, start: &[u8]) {
+        let (id, message) = match from {
+            Source::Host => ("null".to_owned(), "a line longer than 16 MiB was discarded"),
+            Source::Server => match response_id(start) {
+                Some(id) => (id, "gate: the server's answer was longer than 16 MiB and was discarded"),
+                None => return,
+            },
+            Source::Gate | Source::Client => return,
+        };
+        let code = if from == Source::Host { -32700 } else { -32603 };
+        let error = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":{code},\"message\":\"{message}\"}}}}"
+        );
+        match from {
+            Source::Server => self.server_answer(id, error.as_bytes()),
+            _ => self.send(Sink::Host, error.as_bytes()),
+        }
     }
 
     /// `from` reached its end.
@@ -384,7 +421,6 @@ impl Splice {
         }
         w.queue.extend_from_slice(line);
         w.queue.push(b'\n');
-        self.flush(k);
     }
 
     fn route(&mut self, from: Source, line: &[u8]) {
@@ -413,7 +449,7 @@ impl Splice {
                     self.send(Sink::Server, settled.edited.as_deref().unwrap_or(line));
                     // What a validation is kept for is read once the call is on its way.
                     if let Some((surface, tool, arguments)) = settled.validation {
-                        self.expect_validation(&id, &surface, &tool, arguments);
+                        self.later.push(Later::Expect { id, surface, tool, arguments: arguments.to_owned() });
                     }
                 }
                 None => self.send(Sink::Gate, line),
@@ -430,68 +466,6 @@ impl Splice {
             }
             _ => self.send(Sink::Gate, line),
         }
-    }
-
-    /// What to send the server for the host's `tools/call` `id`, when the fast path settles
-    /// it (the call recorded as in flight); `None` leaves it to the rmcp gate.
-    fn settle<'a>(&mut self, id: &str, params: Params<'a>, line: &[u8]) -> Option<Settled<'a>> {
-        if !self.handshake
-            || self.fast.len() >= MAX_FAST
-            || reserved(id)
-            || !self.readers[Source::Server as usize].open
-        {
-            return None;
-        }
-        if self.inner.surface_stale.load(Ordering::Acquire) {
-            return None;
-        }
-        let surface = self.inner.surface.try_lock().ok()?.clone()?;
-        if params.request_state.is_some() || params.input_responses.is_some() {
-            return None;
-        }
-        let meta = params.meta.as_ref();
-        if meta.is_some_and(|m| m.keys().any(|k| k.starts_with(LIFECYCLE_KEYS))) {
-            return None;
-        }
-        let token = meta.and_then(|m| m.get("progressToken")).map(Value::to_string);
-        if token.as_deref().is_some_and(reserved) {
-            return None;
-        }
-        let mut settled = Settled { edited: None, validation: None };
-        let name = params.name?;
-        if let Some(tool) = surface.programs.get(name.as_ref()) {
-            let raw = params.arguments?;
-            if tool.validates {
-                settled.validation = Some((surface.clone(), name.into_owned(), raw));
-            } else {
-                let arguments: Value = serde_json::from_str(raw.get()).ok().filter(Value::is_object)?;
-                let version =
-                    crate::execute::settled_forward(&self.inner, &surface, tool, &name, &arguments)?;
-                let version = version.filter(|_| tool.takes_version).map(Value::String);
-                let given = arguments.get("expected_catalog_version");
-                if let Some(version) = version.filter(|v| given != Some(v)) {
-                    let mut message: Value = serde_json::from_slice(line).ok()?;
-                    message["params"]["arguments"]["expected_catalog_version"] = version;
-                    settled.edited = Some(serde_json::to_vec(&message).ok()?);
-                }
-            }
-        }
-        if let Some(token) = &token {
-            self.fast_tokens.insert(token.clone(), id.to_owned());
-        }
-        self.fast.insert(id.to_owned(), Fast { validation: None, token });
-        Some(settled)
-    }
-
-    /// Note what the answer to the fast call `id` of the validate tool `tool` is to be kept for.
-    fn expect_validation(&mut self, id: &str, surface: &Surface, tool: &str, raw: &RawValue) {
-        let Ok(arguments) = serde_json::from_str::<Value>(raw.get()) else { return };
-        let Some(tool) = surface.programs.get(tool) else { return };
-        let (Some(language), Some(call)) = (surface.language_of(tool, &arguments), self.fast.get_mut(id))
-        else {
-            return;
-        };
-        call.validation = Some((language.clone(), arguments, tool.argument.clone()));
     }
 
     fn server_line(&mut self, line: &[u8]) {
@@ -530,7 +504,7 @@ impl Splice {
             call.token.map(|t| self.fast_tokens.remove(&t));
             self.send(Sink::Host, line);
             if let Some((language, arguments, argument)) = call.validation {
-                self.keep(&language, &arguments[argument.as_str()], &arguments["context"], line);
+                self.later.push(Later::Keep { language, arguments, argument, answer: line.to_vec() });
             }
             return;
         }
@@ -574,27 +548,6 @@ impl Splice {
                 self.send(to, &bytes)
             }
             Err(_) => self.send(to, line),
-        }
-    }
-
-    /// Keep the validation a fast validate call's answer `line` carries (a result, not an error).
-    fn keep(&self, language: &Language, program: &Value, context: &Value, line: &[u8]) {
-        #[derive(Deserialize)]
-        struct Answer {
-            result: Option<Result>,
-        }
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Result {
-            structured_content: Option<Value>,
-            is_error: Option<bool>,
-        }
-        if let Ok(Answer { result: Some(Result { structured_content: Some(response), is_error }) }) =
-            serde_json::from_slice(line)
-        {
-            if is_error != Some(true) {
-                self.inner.validations.keep(language, program, context, response);
-            }
         }
     }
 }

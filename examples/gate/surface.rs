@@ -89,9 +89,14 @@ impl Surface {
     /// The Language of a call of `tool` with `arguments`: the tool's one Language, or the
     /// `language` argument of a multi-Language tool when it names one of the tool's.
     pub fn language_of(&self, tool: &ProgramTool, arguments: &Value) -> Option<&Language> {
+        self.language_named(tool, arguments["language"].as_str())
+    }
+
+    /// [`Surface::language_of`] a call whose `language` argument is `named`.
+    pub fn language_named(&self, tool: &ProgramTool, named: Option<&str>) -> Option<&Language> {
         let name = match tool.languages.as_slice() {
             [one] => one.as_str(),
-            many => many.iter().find(|l| Some(l.as_str()) == arguments["language"].as_str())?.as_str(),
+            many => many.iter().find(|l| Some(l.as_str()) == named)?.as_str(),
         };
         self.languages.get(name)
     }
