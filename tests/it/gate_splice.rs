@@ -21,7 +21,7 @@ use crate::support::example_binary;
 const BOUND: Duration = Duration::from_secs(20);
 
 /// A host speaking raw lines to the gate.
-struct RawHost {
+pub(crate) struct RawHost {
     stdin: Option<ChildStdin>,
     lines: mpsc::UnboundedReceiver<Value>,
     /// The progress notifications' params, as seen.
@@ -30,22 +30,33 @@ struct RawHost {
     answer: &'static str,
     /// The questions asked.
     questions: usize,
-    child: Child,
+    pub(crate) child: Child,
     audit: TempStore,
     _store: TempStore,
 }
 
 impl RawHost {
+    /// The gate in front of the automation binary.
     async fn start(tag: &str, answer: &'static str) -> RawHost {
-        let audit = TempStore::new(&format!("gate-splice-audit-{tag}"));
         let store = TempStore::new(&format!("gate-splice-{tag}"));
+        let server = [example_binary("automation").into(), "--store".into(), store.path().into()];
+        RawHost::spawn(tag, answer, &server, store).await
+    }
+
+    /// The gate in front of the server `command` (with its arguments), initialized; `store`
+    /// is kept for as long as the host.
+    pub(crate) async fn spawn(
+        tag: &str,
+        answer: &'static str,
+        command: &[std::ffi::OsString],
+        store: TempStore,
+    ) -> RawHost {
+        let audit = TempStore::new(&format!("gate-splice-audit-{tag}"));
         let mut child = tokio::process::Command::new(example_binary("gate"))
             .arg("--audit")
             .arg(audit.path())
             .arg("--")
-            .arg(example_binary("automation"))
-            .arg("--store")
-            .arg(store.path())
+            .args(command)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -77,20 +88,28 @@ impl RawHost {
         host
     }
 
-    async fn send(&mut self, message: Value) {
+    pub(crate) async fn send(&mut self, message: Value) {
         let stdin = self.stdin.as_mut().expect("open");
         stdin.write_all(format!("{message}\n").as_bytes()).await.unwrap();
         stdin.flush().await.unwrap();
     }
 
+    /// Write `text` as one line, as it is.
+    pub(crate) async fn send_text(&mut self, text: &str) {
+        let stdin = self.stdin.as_mut().expect("open");
+        stdin.write_all(text.as_bytes()).await.unwrap();
+        stdin.write_all(b"\n").await.unwrap();
+        stdin.flush().await.unwrap();
+    }
+
     /// Send a request and wait for the answer under `id`, answering the gate's questions and
     /// keeping progress notifications meanwhile.
-    async fn request(&mut self, id: Value, method: &str, params: Value) -> Value {
+    pub(crate) async fn request(&mut self, id: Value, method: &str, params: Value) -> Value {
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
         self.answer_to(&id).await
     }
 
-    async fn answer_to(&mut self, id: &Value) -> Value {
+    pub(crate) async fn answer_to(&mut self, id: &Value) -> Value {
         let answer = self.until(|m| m["method"].is_null()).await;
         assert_eq!(&answer["id"], id, "an answer under another id: {answer}");
         answer
@@ -98,7 +117,7 @@ impl RawHost {
 
     /// Read messages until one that `wanted` takes, answering the gate's questions and keeping
     /// progress notifications meanwhile.
-    async fn until(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
+    pub(crate) async fn until(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
         loop {
             let message = tokio::time::timeout(BOUND, self.lines.recv())
                 .await
@@ -119,7 +138,7 @@ impl RawHost {
     }
 
     /// The answers to `ids`, in any order; an answer under another id fails.
-    async fn answers(&mut self, ids: &[Value]) -> Vec<Value> {
+    pub(crate) async fn answers(&mut self, ids: &[Value]) -> Vec<Value> {
         let mut got: Vec<Option<Value>> = vec![None; ids.len()];
         while got.iter().any(Option::is_none) {
             let answer = self.until(|m| m["method"].is_null()).await;
@@ -130,7 +149,13 @@ impl RawHost {
         got.into_iter().flatten().collect()
     }
 
-    async fn call(&mut self, id: Value, tool: &str, arguments: Value, token: Option<Value>) -> Value {
+    pub(crate) async fn call(
+        &mut self,
+        id: Value,
+        tool: &str,
+        arguments: Value,
+        token: Option<Value>,
+    ) -> Value {
         let mut params = json!({"name": tool, "arguments": arguments});
         if let Some(token) = token {
             params["_meta"] = json!({"progressToken": token});

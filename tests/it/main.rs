@@ -67,6 +67,8 @@ mod frames;
 #[cfg(feature = "host")]
 mod gate;
 #[cfg(feature = "host")]
+mod gate_bounds;
+#[cfg(feature = "host")]
 mod gate_passthrough;
 #[cfg(all(feature = "host", feature = "postgres"))]
 mod gate_postgres;
