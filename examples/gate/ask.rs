@@ -57,20 +57,14 @@ pub fn message(q: &Question<'_>) -> String {
         let _ = writeln!(m, "Why approval is needed: {gap}.");
     }
     if let Some(plan) = &e.plan {
-        let steps = plan["steps"].as_array().map(Vec::as_slice).unwrap_or_default();
-        let _ = writeln!(m, "Plan ({} steps, max risk {}):", steps.len(), plan["max_risk"]);
-        for step in steps.iter().take(LISTED) {
-            let calls = step["calls"].as_str().map(|c| format!(" calls {c}")).unwrap_or_default();
-            let _ = writeln!(
-                m,
-                "  - {}{calls}: {} {}",
-                text(&step["id"]),
-                text(&step["risk"]),
-                step["risk_hints"]
-            );
+        let _ = writeln!(m, "Plan ({} steps, max risk {}):", plan.steps.len(), plan.max_risk);
+        for step in plan.steps.iter().take(LISTED) {
+            let calls = step.calls.as_ref().map(|c| format!(" calls {c}")).unwrap_or_default();
+            let hints = serde_json::to_string(&step.risk_hints).unwrap_or_default();
+            let _ = writeln!(m, "  - {}{calls}: {} {hints}", step.id, step.risk);
         }
-        if steps.len() > LISTED {
-            let _ = writeln!(m, "  ... and {} more steps", steps.len() - LISTED);
+        if plan.steps.len() > LISTED {
+            let _ = writeln!(m, "  ... and {} more steps", plan.steps.len() - LISTED);
         }
     }
     for entry in e.entries.iter().take(LISTED) {

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use pilotage::model::diagnostic::Severity;
 use pilotage::model::plan::{Plan, ValidateResponse};
+use pilotage::model::risk::RiskHints;
 use rmcp::model::ErrorData;
+use serde::Deserialize;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -53,8 +55,8 @@ pub struct Evidence {
     pub risk: Risk,
     /// Where it came from.
     pub source: Source,
-    /// The plan the risk came from (when [`Source::Plan`]).
-    pub plan: Option<Value>,
+    /// The plan the risk came from (when [`Source::Plan`] and it is the official shape).
+    pub plan: Option<Plan>,
     /// The catalog entries the risk came from (references or the promoted entry).
     pub entries: Vec<Value>,
     /// The catalog version the execute is forwarded with.
@@ -128,9 +130,10 @@ pub async fn inline(
 /// the plan decides; references a server may send anyway are not looked at.
 fn of_plan(language: &Language, program: &Value, response: &Value, validated_here: bool) -> Evidence {
     let mut evidence = match response.get("plan").filter(|p| p.is_object()) {
-        Some(plan) => {
-            planned(Risk::of_validation(&language.name, program, response, Decides::Plan, &[]), plan.clone())
-        }
+        Some(plan) => planned(
+            Risk::of_validation(&language.name, program, response, Decides::Plan, &[]),
+            Plan::deserialize(plan).ok(),
+        ),
         None => unplanned(),
     };
     finish(&mut evidence, response, validated_here);
@@ -149,7 +152,7 @@ fn of_plan_text(language: &Language, program: &Value, text: &RawValue) -> Eviden
     let invalid = !response.valid || response.diagnostics.iter().any(|d| d.severity == Severity::Error);
     let mut evidence = if response.plan.is_some() {
         let risk = Risk::of_response(&language.name, program, &mut response, Decides::Plan, &[]);
-        planned(risk, response.plan.take().map_or(Value::Null, Plan::into_value))
+        planned(risk, response.plan.take())
     } else {
         unplanned()
     };
@@ -158,11 +161,11 @@ fn of_plan_text(language: &Language, program: &Value, text: &RawValue) -> Eviden
 }
 
 /// The evidence of a validation's `plan`, of `risk`.
-fn planned(risk: Risk, plan: Value) -> Evidence {
+fn planned(risk: Risk, plan: Option<Plan>) -> Evidence {
     Evidence {
         risk,
         source: Source::Plan,
-        plan: Some(plan),
+        plan,
         entries: Vec::new(),
         catalog_version: None,
         gap: None,
@@ -287,9 +290,9 @@ impl Evidence {
         }
         #[derive(Serialize)]
         struct PlanSummary<'a> {
-            max_risk: &'a Value,
-            max_risk_hints: &'a Value,
-            steps: Option<usize>,
+            max_risk: &'a str,
+            max_risk_hints: &'a RiskHints,
+            steps: usize,
         }
         #[derive(Serialize)]
         struct EntrySummary<'a> {
@@ -303,9 +306,9 @@ impl Evidence {
             validated_by_gate: self.validated_here,
             catalog_version: &self.catalog_version,
             plan: self.plan.as_ref().map(|p| PlanSummary {
-                max_risk: &p["max_risk"],
-                max_risk_hints: &p["max_risk_hints"],
-                steps: p["steps"].as_array().map(Vec::len),
+                max_risk: &p.max_risk,
+                max_risk_hints: &p.max_risk_hints,
+                steps: p.steps.len(),
             }),
             entries: self
                 .entries

@@ -66,20 +66,41 @@ pub fn members(arguments: &RawValue) -> Option<HashMap<&str, &RawValue>> {
 /// without escapes as its id: read from the line's first bytes instead of a pass over all of
 /// it (an answer carries the whole result). Anything else is `None`, read in full.
 pub fn response_id(line: &[u8]) -> Option<String> {
-    let rest = line.strip_prefix(b"{\"jsonrpc\":\"2.0\",\"id\":")?;
-    let end = match rest.first()? {
-        b'"' => 1 + rest[1..].iter().position(|b| *b == b'"')? + 1,
-        b'-' | b'0'..=b'9' => rest.iter().position(|b| !matches!(b, b'-' | b'0'..=b'9'))?,
+    let (id, after) = plain_value(line.strip_prefix(b"{\"jsonrpc\":\"2.0\",\"id\":")?)?;
+    (after.starts_with(b",\"result\":") || after.starts_with(b",\"error\":")).then_some(id)
+}
+
+/// The token (as JSON text) of a progress notification written the way rmcp writes one,
+/// `{"jsonrpc":"2.0","method":"notifications/progress","params":{...}}`: only its `params`
+/// read, for their `progressToken`, the rest (`_meta`, the message) skipped without being
+/// kept. Anything else is `None`, read in full.
+pub fn progress_token(line: &[u8]) -> Option<String> {
+    const HEAD: &[u8] = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":";
+    #[derive(Deserialize)]
+    struct Progress<'a> {
+        #[serde(borrow, rename = "progressToken")]
+        token: &'a RawValue,
+    }
+    let params = line.strip_prefix(HEAD)?;
+    let mut read = serde_json::Deserializer::from_slice(params).into_iter::<Progress<'_>>();
+    let progress = read.next()?.ok()?;
+    (params[read.byte_offset()..].trim_ascii() == b"}").then_some(())?;
+    canon(progress.token)
+}
+
+/// The plain integer or escape-free string `text` begins with, as its canonical text, and what
+/// follows it.
+fn plain_value(text: &[u8]) -> Option<(String, &[u8])> {
+    let end = match text.first()? {
+        b'"' => 1 + text[1..].iter().position(|b| *b == b'"')? + 1,
+        b'-' | b'0'..=b'9' => text.iter().position(|b| !matches!(b, b'-' | b'0'..=b'9'))?,
         _ => return None,
     };
-    let (id, after) = rest.split_at(end);
-    if !(after.starts_with(b",\"result\":") || after.starts_with(b",\"error\":")) {
+    let (value, after) = text.split_at(end);
+    if value.iter().any(|b| *b == b'\\' || *b < 0x20) || (value[0] != b'"' && !valid_integer(value)) {
         return None;
     }
-    if id.iter().any(|b| *b == b'\\' || *b < 0x20) || (id[0] != b'"' && !valid_integer(id)) {
-        return None;
-    }
-    String::from_utf8(id.to_vec()).ok()
+    Some((String::from_utf8(value.to_vec()).ok()?, after))
 }
 
 /// Whether `text` is an integer as JSON writes it and reads back the same (`-` at most first, no
@@ -95,7 +116,7 @@ fn valid_integer(text: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{canon, members, response_id};
+    use super::{canon, members, progress_token, response_id};
     use serde_json::value::RawValue;
     use serde_json::Value;
 
@@ -119,6 +140,31 @@ mod tests {
             let raw: Box<RawValue> = serde_json::from_str(text).unwrap();
             let written = serde_json::from_str::<Value>(text).unwrap().to_string();
             assert_eq!(canon(&raw).as_deref(), Some(written.as_str()), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_progress_token_is_read_from_the_params_alone_as_its_canonical_text() {
+        let head = r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"#;
+        let meta = r#""_meta":{"io.github.jafarsa0/pilotage":{"run_id":"r"}},"#;
+        for (before, token, after) in [
+            ("", "7", r#","progress":1}}"#),
+            (meta, r#""t-1""#, "}}"),
+            ("", r#""ä""#, r#","message":"x"} }"#),
+            (meta, r#""a\"b""#, "}}"),
+        ] {
+            let line = format!(r#"{head}{before}"progressToken":{token}{after}"#);
+            let expected = serde_json::from_str::<Value>(token).unwrap().to_string();
+            assert_eq!(progress_token(line.as_bytes()), Some(expected), "{line}");
+        }
+        for line in [
+            format!(r#"{head}"progressToken":007,"progress":1}}}}"#),
+            format!(r#"{head}"progressToken":7,"progress":1}},"id":1}}"#),
+            format!(r#"{head}"progress":1}}}}"#),
+            r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"progressToken":7}}"#.to_owned(),
+            r#"{"method":"notifications/progress","jsonrpc":"2.0","params":{"progressToken":7}}"#.to_owned(),
+        ] {
+            assert_eq!(progress_token(line.as_bytes()), None, "{line}");
         }
     }
 

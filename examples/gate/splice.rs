@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::lines::{canon, response_id, Head};
+use crate::lines::{canon, progress_token, response_id, Head};
 use crate::names::Names;
 use crate::proxy::Inner;
 use crate::surface::Language;
@@ -471,6 +471,10 @@ impl Splice {
     fn server_line(&mut self, line: &[u8]) {
         if let Some(id) = response_id(line) {
             return self.server_answer(id, line);
+        }
+        // A fast call's progress, read from its first bytes (as its answer's id is).
+        if progress_token(line).is_some_and(|t| self.fast_tokens.contains_key(&t)) {
+            return self.send(Sink::Host, line);
         }
         let Ok(head) = serde_json::from_slice::<Head<'_>>(line) else {
             return self.send(Sink::Client, line);
