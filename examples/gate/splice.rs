@@ -9,7 +9,8 @@
 //!   validate call, an execute whose kept validation finds it safe or pre-approved by the policy,
 //!   [`crate::execute::settled_forward`]) goes to the server under the host's own id, progress
 //!   token and `_meta`, as it came (an execute with the validation's catalog version added); its
-//!   answer goes back as the bytes the server wrote (a validation's is kept first);
+//!   answer goes back as the bytes the server wrote (a validation's is kept once it is written,
+//!   [`settle`]);
 //! - everything else goes through the rmcp gate ([`crate::proxy`]) over a socket pair on each
 //!   side: `initialize`, a question to the person, the gate's own validation or catalog lookup,
 //!   the stateless revision, the server's own requests and notifications. The rmcp client's
@@ -17,10 +18,13 @@
 //!   (`pilotage-gate:<n>`, `pilotage-gate:p<n>`), so they never meet the host's, and named back on
 //!   the way in; a host id or token of that form is never taken by the fast path.
 //!
-//! After a message the thread looks for the next one for [`Splice::linger`] (yielding the core)
-//! before it sleeps in `poll`: waking a sleeping process costs each hop more than the work. Each
-//! destination's queue is bounded (a source is not read while its destinations hold
-//! [`QUEUE_CAP`]); a line over 16 MiB is discarded (the host gets a parse error).
+//! After a message the thread looks for the next one for [`Splice::linger`] (one `poll` of every
+//! source a look, yielding the core between looks) before it sleeps in `poll`: waking a sleeping
+//! process costs each hop more than the work. What one read's lines send is written in one
+//! `write` per destination. At most [`MAX_FAST`] fast calls are in flight (beyond, calls take the
+//! rmcp path); each destination's queue is bounded (a source is not read while its destinations
+//! hold [`QUEUE_CAP`]); a line over [`MAX_LINE`] is discarded (the host gets a parse error; a
+//! server answer's caller an error under its id).
 
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, RawFd};
