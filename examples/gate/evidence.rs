@@ -127,27 +127,35 @@ pub async fn inline(
 }
 
 /// The evidence of `response`, the validation of `program` in a Language that declares a plan:
-/// the plan decides; references a server may send anyway are not looked at.
+/// the plan decides; references a server may send anyway are not looked at. A response of
+/// another shape than the official one is unknown risk (the library's rule cannot read it).
 fn of_plan(language: &Language, program: &Value, response: &Value, validated_here: bool) -> Evidence {
+    if let Ok(typed) = ValidateResponse::deserialize(response) {
+        return of_typed_plan(language, program, typed, validated_here);
+    }
     let mut evidence = match response.get("plan").filter(|p| p.is_object()) {
-        Some(plan) => planned(
-            Risk::of_validation(&language.name, program, response, Decides::Plan, &[]),
-            Plan::deserialize(plan).ok(),
-        ),
+        Some(plan) => planned(Risk::Unknown, Plan::deserialize(plan).ok()),
         None => unplanned(),
     };
     finish(&mut evidence, response, validated_here);
     evidence
 }
 
-/// [`of_plan`] of a validation the server wrote as `text`: read in one pass into the official
-/// shape, of which the rule reads the plan either way (`of_plan` reads a response of another
-/// shape, whose risk is unknown).
+/// [`of_plan`] of a validation the server wrote as `text`, read in one pass.
 fn of_plan_text(language: &Language, program: &Value, text: &RawValue) -> Evidence {
-    let Ok(mut response) = serde_json::from_str::<ValidateResponse>(text.get()) else {
-        let response = serde_json::from_str(text.get()).unwrap_or(Value::Null);
-        return of_plan(language, program, &response, false);
-    };
+    match serde_json::from_str::<ValidateResponse>(text.get()) {
+        Ok(typed) => of_typed_plan(language, program, typed, false),
+        Err(_) => of_plan(language, program, &serde_json::from_str(text.get()).unwrap_or(Value::Null), false),
+    }
+}
+
+/// [`of_plan`] of a response of the official shape.
+fn of_typed_plan(
+    language: &Language,
+    program: &Value,
+    mut response: ValidateResponse,
+    validated_here: bool,
+) -> Evidence {
     let catalog_version = response.catalog_version.take();
     let invalid = !response.valid || response.diagnostics.iter().any(|d| d.severity == Severity::Error);
     let mut evidence = if response.plan.is_some() {
@@ -156,7 +164,7 @@ fn of_plan_text(language: &Language, program: &Value, text: &RawValue) -> Eviden
     } else {
         unplanned()
     };
-    finish_with(&mut evidence, catalog_version, invalid, false);
+    finish_with(&mut evidence, catalog_version, invalid, validated_here);
     evidence
 }
 

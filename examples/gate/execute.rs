@@ -6,6 +6,7 @@
 //! who refused and why: not a diagnostic (`valid: false` would tell the model to fix the
 //! program) and not an outcome (`ok: false` would claim a Run that never existed).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use rmcp::model::{
@@ -13,8 +14,6 @@ use rmcp::model::{
     ServerResult,
 };
 use rmcp::service::{RequestContext, RoleServer};
-use std::collections::HashMap;
-
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};

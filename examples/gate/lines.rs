@@ -47,9 +47,7 @@ pub struct Params<'a> {
 
 /// A JSON value's canonical text (an id or token compared as the peer will echo it).
 pub fn canon(raw: &RawValue) -> Option<String> {
-    // An integer within `i64` and a string without escapes read back as themselves.
-    let text = raw.get().as_bytes();
-    if valid_integer(text) || (text.first() == Some(&b'"') && !text.contains(&b'\\')) {
+    if plain(raw.get().as_bytes()) {
         return Some(raw.get().to_owned());
     }
     serde_json::from_str::<Value>(raw.get()).ok().map(|v| v.to_string())
@@ -97,10 +95,17 @@ fn plain_value(text: &[u8]) -> Option<(String, &[u8])> {
         _ => return None,
     };
     let (value, after) = text.split_at(end);
-    if value.iter().any(|b| *b == b'\\' || *b < 0x20) || (value[0] != b'"' && !valid_integer(value)) {
-        return None;
-    }
+    plain(value).then_some(())?;
     Some((String::from_utf8(value.to_vec()).ok()?, after))
+}
+
+/// Whether the JSON value `text` is its own canonical text without being read: an integer as
+/// [`valid_integer`] says, or a string without escapes or control characters.
+fn plain(text: &[u8]) -> bool {
+    match text.first() {
+        Some(b'"') => !text.iter().any(|b| *b == b'\\' || *b < 0x20),
+        _ => valid_integer(text),
+    }
 }
 
 /// Whether `text` is an integer as JSON writes it and reads back the same (`-` at most first, no

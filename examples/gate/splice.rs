@@ -476,32 +476,38 @@ impl Splice {
         if let Some(id) = response_id(line) {
             return self.server_answer(id, line);
         }
-        // A fast call's progress, read from its first bytes (as its answer's id is).
-        if progress_token(line).is_some_and(|t| self.fast_tokens.contains_key(&t)) {
-            return self.send(Sink::Host, line);
+        // Progress, its token read from its params alone.
+        if let Some(token) = progress_token(line) {
+            return self.progress(&token, line);
         }
         let Ok(head) = serde_json::from_slice::<Head<'_>>(line) else {
             return self.send(Sink::Client, line);
         };
         match (head.method.as_deref(), head.id.and_then(canon), head.params) {
             (None, Some(id), _) => self.server_answer(id, line),
-            (Some("notifications/progress"), None, Some(params)) => {
-                match params.progress_token.map(|t| t.to_string()) {
-                    Some(t) if self.fast_tokens.contains_key(&t) => self.send(Sink::Host, line),
-                    Some(t) => match self.names.token(&t) {
-                        Some(original) => {
-                            self.send_edited(Sink::Client, line, |m| m["params"]["progressToken"] = original)
-                        }
-                        None => self.send(Sink::Client, line),
-                    },
-                    None => self.send(Sink::Client, line),
-                }
-            }
+            (Some("notifications/progress"), None, Some(params)) => match params.progress_token {
+                Some(token) => self.progress(&token.to_string(), line),
+                None => self.send(Sink::Client, line),
+            },
             (Some("notifications/tools/list_changed"), _, _) => {
                 self.inner.surface_stale.store(true, Ordering::Release);
                 self.send(Sink::Client, line)
             }
             _ => self.send(Sink::Client, line),
+        }
+    }
+
+    /// The server's progress notification `line` under `token` (JSON text): a fast call's to
+    /// the host, the rmcp client's under its own token.
+    fn progress(&mut self, token: &str, line: &[u8]) {
+        if self.fast_tokens.contains_key(token) {
+            return self.send(Sink::Host, line);
+        }
+        match self.names.token(token) {
+            Some(original) => {
+                self.send_edited(Sink::Client, line, |m| m["params"]["progressToken"] = original)
+            }
+            None => self.send(Sink::Client, line),
         }
     }
 
