@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, CustomRequest, CustomResult, ErrorCode,
-    GetTaskParams, GetTaskResult, InitializeRequestParams, InitializeResult, ListToolsResult, MetaObject,
-    NotificationMetaObject, PaginatedRequestParams, ProgressNotificationParam, ServerConfig,
+    GetTaskParams, GetTaskResult, InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult,
+    MetaObject, NotificationMetaObject, PaginatedRequestParams, ProgressNotificationParam, ServerConfig,
 };
 use rmcp::service::{MaybeSendFuture, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -37,6 +37,23 @@ pub struct PilotageHandler {
 impl PilotageHandler {
     pub(super) fn new(shared: Arc<Shared>, session: Arc<OnceLock<Arc<Session>>>) -> Self {
         PilotageHandler { shared, session }
+    }
+
+    /// Whether this handler may be given a `tools/call`'s arguments beside its frame
+    /// ([`LiftedArguments`]): when none of its tools binds an argument to an HTTP header
+    /// (`x-mcp-header`), which rmcp checks against the arguments in the frame it parses.
+    #[cfg(feature = "http")]
+    pub(crate) fn takes_lifted_arguments(&self) -> bool {
+        fn binds_header(value: &serde_json::Value) -> bool {
+            match value {
+                serde_json::Value::Object(map) => {
+                    map.contains_key("x-mcp-header") || map.values().any(binds_header)
+                }
+                serde_json::Value::Array(items) => items.iter().any(binds_header),
+                _ => false,
+            }
+        }
+        !self.shared.tools.iter().any(|t| t.tool.input_schema.values().any(binds_header))
     }
 
     /// The world of this request: its MCP session's; outside any session (stateless 2026-07-28
@@ -68,7 +85,12 @@ impl PilotageHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let session = self.session(&context)?;
-        let args = request.arguments.unwrap_or_default();
+        let mut args = request.arguments.unwrap_or_default();
+        if args.is_empty() {
+            if let Some(lifted) = lifted(&context) {
+                args = lifted;
+            }
+        }
         if super::tasks::wanted(&self.shared, &request.name, &args, &context) {
             let name = request.name.to_string();
             return Ok(match super::tasks::start(self.shared.clone(), session, name, args).await? {
@@ -109,6 +131,33 @@ const MAX_ECHOED_METHOD: usize = 100;
 /// Whether the request came over HTTP (rmcp hands the handler the HTTP request's head).
 fn is_http(context: &RequestContext<RoleServer>) -> bool {
     context.extensions.get::<http::request::Parts>().is_some()
+}
+
+/// A `tools/call`'s arguments as the HTTP edge parsed them itself, rmcp having parsed the frame
+/// with `{}` in their place (`transport::frame::lift_arguments`): rmcp's own parse buffers
+/// every member of the arguments into serde's content tree and clones it, about as costly as
+/// the work of a small call. Put in the request's head by the edge, taken once by the handler.
+#[cfg(feature = "http")]
+#[derive(Clone)]
+pub(crate) struct LiftedArguments(Arc<std::sync::Mutex<Option<JsonObject>>>);
+
+#[cfg(feature = "http")]
+impl LiftedArguments {
+    pub(crate) fn new(arguments: JsonObject) -> Self {
+        LiftedArguments(Arc::new(std::sync::Mutex::new(Some(arguments))))
+    }
+}
+
+/// The arguments the HTTP edge lifted out of this request's frame, if it did.
+#[cfg(feature = "http")]
+fn lifted(context: &RequestContext<RoleServer>) -> Option<JsonObject> {
+    let lifted = context.extensions.get::<http::request::Parts>()?.extensions.get::<LiftedArguments>()?;
+    lifted.0.lock().unwrap_or_else(|e| e.into_inner()).take()
+}
+
+#[cfg(not(feature = "http"))]
+fn lifted(_: &RequestContext<RoleServer>) -> Option<JsonObject> {
+    None
 }
 
 /// The caller the HTTP edge's authenticator verified for this request, if any.

@@ -30,6 +30,8 @@ use rmcp::model::ServerConfig;
 use serde_json::Value;
 
 pub use self::builder::{BuildError, ServerBuilder};
+#[cfg(feature = "http")]
+pub(crate) use self::handler::LiftedArguments;
 pub use self::handler::PilotageHandler;
 use self::tools::ToolEntry;
 use crate::engine::{Caller, Engine};

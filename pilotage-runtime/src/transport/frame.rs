@@ -76,6 +76,17 @@ pub(crate) fn judge(text: &[u8], result_type: bool) -> Judged {
 /// `None` for any other frame, or any that does not parse this way: [`judge`] then parses it
 /// whole, so every error is rmcp's (or ours) exactly as before.
 fn tool_call(text: &[u8]) -> Option<ClientJsonRpcMessage> {
+    let (rest, raw) = split_arguments(text)?;
+    let mut message: ClientJsonRpcMessage = serde_json::from_slice(&rest).ok()?;
+    let ClientJsonRpcMessage::Request(request) = &mut message else { return None };
+    let ClientRequest::CallToolRequest(call) = &mut request.request else { return None };
+    call.params.arguments = Some(serde_json::from_str(raw).ok()?);
+    Some(message)
+}
+
+/// A `tools/call` frame with `{}` in place of its `arguments` object, and that object's text;
+/// `None` for any other frame.
+fn split_arguments(text: &[u8]) -> Option<(Vec<u8>, &str)> {
     #[derive(Deserialize)]
     struct Frame<'a> {
         #[serde(borrow)]
@@ -100,11 +111,18 @@ fn tool_call(text: &[u8]) -> Option<ClientJsonRpcMessage> {
     rest.extend_from_slice(&text[..start]);
     rest.extend_from_slice(b"{}");
     rest.extend_from_slice(&text[end..]);
-    let mut message: ClientJsonRpcMessage = serde_json::from_slice(&rest).ok()?;
-    let ClientJsonRpcMessage::Request(request) = &mut message else { return None };
-    let ClientRequest::CallToolRequest(call) = &mut request.request else { return None };
-    call.params.arguments = Some(serde_json::from_str(raw).ok()?);
-    Some(message)
+    Some((rest, raw))
+}
+
+/// The HTTP edge's way around rmcp's buffering of a `tools/call`'s arguments, where rmcp parses
+/// the frame itself: the frame with `{}` in place of its `arguments` object (for rmcp), and
+/// the arguments parsed straight into their map, once (for the handler, which takes them from
+/// the request's head: [`crate::server::LiftedArguments`]). `None` for any other frame, or one
+/// whose arguments do not parse alone: it then goes to rmcp whole, as before.
+#[cfg(feature = "http")]
+pub(crate) fn lift_arguments(text: &[u8]) -> Option<(Vec<u8>, rmcp::model::JsonObject)> {
+    let (rest, raw) = split_arguments(text)?;
+    Some((rest, serde_json::from_str(raw).ok()?))
 }
 
 /// What the HTTP edge reads of a frame before rmcp parses it: the request id and whether it is
@@ -501,6 +519,34 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5,"arguments":{}}}"#,
         ] {
             assert!(tool_call(text.as_bytes()).is_none(), "{text}");
+        }
+    }
+
+    #[cfg(feature = "http")]
+    #[test]
+    fn lifted_arguments_and_the_rest_of_the_frame_make_the_whole_call() {
+        let frames = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"v","arguments":{"program":{"steps":[1,{"a":"x\"y"}]}}}}"#,
+            r#"{"params":{"_meta":{"progressToken":"p"},"name":"v","arguments":{"k":1.5,"k":[]}},"method":"tools/call","id":2,"jsonrpc":"2.0"}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"v","arguments":{"a":1},"task":{"ttl":60000}}}"#,
+        ];
+        for text in frames {
+            let (rest, arguments) =
+                lift_arguments(text.as_bytes()).unwrap_or_else(|| panic!("not lifted: {text}"));
+            let mut whole: ClientJsonRpcMessage = serde_json::from_str(text).unwrap();
+            let ClientJsonRpcMessage::Request(request) = &mut whole else { panic!("{text}") };
+            let ClientRequest::CallToolRequest(call) = &mut request.request else { panic!("{text}") };
+            assert_eq!(call.params.arguments.replace(Default::default()), Some(arguments), "{text}");
+            let rest: ClientJsonRpcMessage = serde_json::from_slice(&rest).unwrap();
+            assert_eq!(serde_json::to_value(&rest).unwrap(), serde_json::to_value(&whole).unwrap(), "{text}");
+        }
+        for text in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"v","arguments":[1]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"v"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"v","arguments":{}},"params":{}}"#,
+        ] {
+            assert!(lift_arguments(text.as_bytes()).is_none(), "{text}");
         }
     }
 

@@ -22,6 +22,12 @@
 //!   carrying its id where readable, a notification rmcp cannot read gets `202 Accepted`
 //!   and no body, and a `tools/call` nested too deep to parse gets HTTP 200 with the
 //!   runtime's `bounds_exceeded` tool result as a plain JSON body.
+//! * **A `tools/call`'s arguments**, for pilotage's own handler: rmcp's parse of a frame buffers
+//!   every member of the arguments into serde's content tree and clones it, about as costly as
+//!   a 500-step program's validation. The adapter parses the arguments into their map once,
+//!   hands rmcp the frame with `{}` in their place, and the handler takes them from the
+//!   request's head. Other handlers, and a pilotage server whose tools bind an argument to a
+//!   header (`x-mcp-header`, which rmcp checks against the frame), get the frame whole.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -47,6 +53,7 @@ use super::edge::{self, EdgeLimits};
 use super::frame::{self, Judged};
 use super::host;
 use super::sessions::{self, CappedSessions};
+use crate::server::{LiftedArguments, PilotageHandler};
 
 const JSON_MIME: &str = "application/json";
 const SSE_MIME: &str = "text/event-stream";
@@ -269,8 +276,8 @@ where
     }
     let sessions = Arc::new(CappedSessions::new(options.max_sessions, options.session_idle));
     let owners = sessions.owners.clone();
+    let adapter = Adapter { body_read_timeout: options.body_read_timeout, lift: lifts_arguments(&factory) };
     let service = StreamableHttpService::new(move || Ok(factory()), sessions, config);
-    let adapter = Adapter { body_read_timeout: options.body_read_timeout };
     let router = Router::new()
         .route_service("/", service)
         .layer(axum::middleware::from_fn_with_state(adapter, adapt_post));
@@ -290,6 +297,24 @@ where
 #[derive(Clone, Copy)]
 struct Adapter {
     body_read_timeout: Duration,
+    /// Whether a `tools/call`'s arguments are parsed here and handed to the handler beside the
+    /// frame ([`frame::lift_arguments`]): for pilotage's own handler only (see
+    /// [`lifts_arguments`]).
+    lift: bool,
+}
+
+/// Whether the handlers `factory` makes take a `tools/call`'s arguments from the request's
+/// head ([`LiftedArguments`]): pilotage's own handler does, unless one of its tools binds an
+/// argument to a header (rmcp checks such headers against the arguments in the frame); any
+/// other handler reads only the frame.
+fn lifts_arguments<S: ServerHandler, F: Fn() -> S>(factory: &F) -> bool {
+    if std::any::TypeId::of::<S>() != std::any::TypeId::of::<PilotageHandler>() {
+        return false;
+    }
+    let handler = factory();
+    (&handler as &dyn std::any::Any)
+        .downcast_ref::<PilotageHandler>()
+        .is_some_and(|h| h.takes_lifted_arguments())
 }
 
 /// The interop adapter described in the module docs, plus the body read timeout and the
@@ -305,10 +330,18 @@ async fn adapt_post(State(adapter): State<Adapter>, request: Request, next: Next
         Err(response) => return response,
     };
     let result_type = at_least_2026_07_28(&parts.headers);
-    // An ordinary frame is only probed here (id, initialize) and parsed once, by rmcp; any
-    // other frame is judged in full at once.
+    // An ordinary frame is only probed here (id, initialize) and parsed once, by rmcp (a
+    // `tools/call`'s arguments, for pilotage's handler, by `lift_arguments`); any other frame
+    // is judged in full at once.
+    let mut for_rmcp = bytes.clone();
     let probe = match frame::probe(&bytes) {
-        Some(probe) => probe,
+        Some(probe) => {
+            if let Some((rest, arguments)) = adapter.lift.then(|| frame::lift_arguments(&bytes)).flatten() {
+                parts.extensions.insert(LiftedArguments::new(arguments));
+                for_rmcp = Bytes::from(rest);
+            }
+            probe
+        }
         None => match judged_here(frame::judge(&bytes, result_type)) {
             Ok(message) => frame::Probe {
                 id: request_id(&message),
@@ -325,7 +358,7 @@ async fn adapt_post(State(adapter): State<Adapter>, request: Request, next: Next
         let both = HeaderValue::from_static("application/json, text/event-stream");
         parts.headers.insert(header::ACCEPT, both);
     }
-    let response = next.run(Request::from_parts(parts, Body::from(bytes.clone()))).await;
+    let response = next.run(Request::from_parts(parts, Body::from(for_rmcp))).await;
     if json_body && response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
         // JSON rmcp could not read as a client message: judged in full now, as the stdio
         // transport judges it (the id echoed, a notification accepted and never answered).
@@ -598,6 +631,40 @@ mod tests {
             .unwrap()
             .to_bytes();
         serde_json::from_slice(&bytes).expect("body is JSON")
+    }
+
+    /// Answers every tool call with its arguments as they reached the handler.
+    struct Echo;
+
+    impl ServerHandler for Echo {
+        fn get_info(&self) -> ServerConfig {
+            ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        }
+
+        async fn call_tool(
+            &self,
+            request: rmcp::model::CallToolRequestParams,
+            _: rmcp::service::RequestContext<rmcp::RoleServer>,
+        ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+            let mut result = rmcp::model::CallToolResult::success(vec![]);
+            result.structured_content = Some(Value::Object(request.arguments.unwrap_or_default()));
+            Ok(result.into())
+        }
+    }
+
+    #[tokio::test]
+    async fn only_pilotage_handlers_are_given_lifted_arguments() {
+        assert!(!lifts_arguments(&|| Echo));
+        assert!(!lifts_arguments(&|| Trivial));
+        // Another handler reads its arguments in the frame, untouched.
+        let app = Router::new()
+            .nest("/mcp", mcp_service(|| Echo, HttpOptions { stateless: true, ..Default::default() }));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let call = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"e","arguments":{"program":{"steps":[1,"x"]}}}}"#;
+        let reply = json_body(post(addr, &[("mcp-protocol-version", "2025-06-18")], call).await).await;
+        assert_eq!(reply["result"]["structuredContent"], json!({"program": {"steps": [1, "x"]}}), "{reply}");
     }
 
     #[tokio::test]
