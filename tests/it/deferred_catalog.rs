@@ -4,9 +4,10 @@
 //! moved behind the server's back, the program is admitted again against a current snapshot
 //! and runs once; `expected_catalog_version` is judged against the current catalog; an engine
 //! that says "moved" of a snapshot it was not asked to confirm, or after a step, gets its own
-//! failure as the outcome.
+//! failure as the outcome. An engine that proves every snapshot current runs an execute on
+//! the snapshot the session answered last only while the engine's is still of its version.
 
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -48,6 +49,8 @@ struct World {
     runs: AtomicUsize,
     /// The snapshot read last.
     kept: Mutex<Option<Arc<CatalogSnapshot>>>,
+    /// Read every snapshot from the world, never answering a kept one.
+    prove: AtomicBool,
 }
 
 struct Kept(Arc<World>);
@@ -94,7 +97,7 @@ impl Kept {
 
     fn catalog_snapshot(&self, _caller: &Caller) -> Arc<CatalogSnapshot> {
         let mut kept = self.0.kept.lock().unwrap();
-        if let Some(snapshot) = kept.clone() {
+        if let Some(snapshot) = kept.clone().filter(|_| !self.0.prove.load(Ordering::SeqCst)) {
             if pilotage::engine::confirm::defer_to_run() {
                 return snapshot;
             }
@@ -226,4 +229,43 @@ async fn the_second_attempt_runs_within_what_the_first_left_of_the_bound() {
     let ran = run(&mut conn, json!({"program": {"first_ms": 300, "then_ms": 300}})).await;
     assert_eq!(ran["output"], json!({"generation": 2, "confirmed": true}), "{ran}");
     assert_eq!(world.runs.load(Ordering::SeqCst), 1);
+}
+
+/// An engine that proves every snapshot current: an execute after a validate runs on the
+/// snapshot the session answered last, its one engine call reading the engine's snapshot as it
+/// begins; moved in between, the Run does not begin on the old one, and the program is
+/// admitted again against the current snapshot and runs once.
+#[tokio::test]
+async fn a_run_on_the_snapshot_answered_last_begins_only_while_it_is_current() {
+    let (world, mut conn) = serve().await;
+    world.prove.store(true, Ordering::SeqCst);
+    let reads_and_runs = |w: &World| (w.reads.load(Ordering::SeqCst), w.runs.load(Ordering::SeqCst));
+    let v = conn.call_ok("validate_kept", json!({"program": {}})).await;
+    assert_eq!(v["valid"], true, "{v}");
+    assert_eq!(reads_and_runs(&world), (1, 0));
+    let ran = run(&mut conn, json!({"program": {}})).await;
+    assert_eq!(ran["output"], json!({"generation": 0, "confirmed": true}), "{ran}");
+    assert_eq!(reads_and_runs(&world), (2, 1), "one read, in the run's own engine call");
+
+    // Moved between the calls: the run's read finds another version and nothing begins on the
+    // old snapshot; the second attempt reads the current one and runs on it, once.
+    world.generation.store(1, Ordering::SeqCst);
+    let ran = run(&mut conn, json!({"program": {}})).await;
+    assert_eq!(ran["output"], json!({"generation": 1, "confirmed": true}), "{ran}");
+    assert_eq!(ran["trace"]["steps"].as_array().map(Vec::len), Some(1), "{ran}");
+    assert_eq!(reads_and_runs(&world), (4, 2));
+    // The snapshot the second attempt answered is the session's last: one read a run again.
+    let ran = run(&mut conn, json!({"program": {}})).await;
+    assert_eq!(ran["output"], json!({"generation": 1, "confirmed": true}), "{ran}");
+    assert_eq!(reads_and_runs(&world), (5, 3));
+
+    // The version validated at generation 0 is judged against the current catalog.
+    world.generation.store(2, Ordering::SeqCst);
+    let drift =
+        run(&mut conn, json!({"program": {}, "expected_catalog_version": v["catalog_version"]})).await;
+    assert_eq!(
+        drift["outcome"],
+        json!({"ok": false, "status": "catalog_drift", "error": "catalog version mismatch"})
+    );
+    assert_eq!(reads_and_runs(&world).1, 3, "nothing ran");
 }

@@ -147,6 +147,14 @@ impl Recorder {
     pub fn unconfirmed(&self) {
         self.state().unconfirmed = true;
     }
+    /// The runtime found, before the Run began, that the snapshot it gave the Run is not the
+    /// engine's current one ([`Recorder::moved`] is then true: nothing ran).
+    pub(crate) fn found_moved(&self) {
+        let mut st = self.state();
+        if !st.started {
+            st.moved = true;
+        }
+    }
     /// Whether the Run found its unconfirmed catalog snapshot moved before any step: nothing
     /// ran, and the program may be admitted again against a current snapshot.
     pub fn moved(&self) -> bool {

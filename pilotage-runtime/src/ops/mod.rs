@@ -130,6 +130,17 @@ impl Ctx<'_> {
         self.snapshot_of(promoted, LaneKind::Engine, may_defer).await.map(Some)
     }
 
+    /// For an execute's first attempt: the snapshot this session answered last for the same
+    /// promoted programs, with the engine's version it was merged from, which the Run's engine
+    /// call checks before it begins (one engine call instead of a snapshot call and a Run);
+    /// `None` without `catalog` or without such a snapshot.
+    pub fn last_snapshot(&self, promoted: &[Arc<Promoted>]) -> Option<(String, Arc<CatalogSnapshot>)> {
+        if !self.lang.effective.declares(Capability::Catalog) {
+            return None;
+        }
+        self.session.last_snapshot(self.index, promoted)
+    }
+
     /// The caller's current snapshot (catalog-bearing Languages).
     pub async fn snapshot_now(&self) -> OpResult<Arc<CatalogSnapshot>> {
         let promoted = self.promotions().await?;

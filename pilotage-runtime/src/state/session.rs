@@ -135,6 +135,21 @@ impl Session {
         Ok(snap)
     }
 
+    /// What [`Session::snapshot`] answers for `promoted` while the engine's snapshot is still of
+    /// the version this returns: the merged snapshot it answered last, when that one is
+    /// remembered in the store and was merged with the same promoted programs. A Run may take it
+    /// without a snapshot call of its own, checking the engine's version as it begins.
+    pub fn last_snapshot(
+        &self,
+        lang: usize,
+        promoted: &[Arc<Promoted>],
+    ) -> Option<(String, Arc<CatalogSnapshot>)> {
+        let cache = self.cache(lang)?;
+        let (version, refs, snap) = cache.merged.as_ref()?;
+        let same = refs.len() == promoted.len() && refs.iter().zip(promoted).all(|(r, p)| *r == p.entry.id);
+        (same && cache.remembered.as_deref() == Some(snap.version())).then(|| (version.clone(), snap.clone()))
+    }
+
     /// The changes from the version `since` served to this caller to `current` (the snapshot
     /// just served), `None` when `since` is unknown or forgotten, as the store answers it (at
     /// once when the tokens match).

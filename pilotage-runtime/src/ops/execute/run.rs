@@ -105,9 +105,16 @@ impl Attempt<'_> {
     async fn run(&self, may_defer: bool, time: Duration) -> OpResult<Tried> {
         let moved = Moved { left: time };
         let (ctx, args, run_id) = (self.ctx, self.args, self.run_id.to_owned());
-        let (snapshot, deferred) = match ctx.snapshot_for_run(self.promoted, may_defer).await? {
-            Some((snapshot, deferred)) => (Some(snapshot), deferred),
-            None => (None, false),
+        // The first attempt runs against the snapshot this session answered last, when there is
+        // one, and its engine call checks that the engine's is still of that version before the
+        // Run begins (`confirm`): a Run that does not begin is an attempt whose snapshot moved.
+        let last = if may_defer { ctx.last_snapshot(self.promoted) } else { None };
+        let (snapshot, deferred, confirm) = match last {
+            Some((version, snapshot)) => (Some(snapshot), true, Some(version)),
+            None => match ctx.snapshot_for_run(self.promoted, may_defer).await? {
+                Some((snapshot, deferred)) => (Some(snapshot), deferred, None),
+                None => (None, false, None),
+            },
         };
         if let (Some(expected), Some(snap)) = (str_arg(&args.rest, "expected_catalog_version"), &snapshot) {
             if expected != snap.version() {
@@ -139,7 +146,7 @@ impl Attempt<'_> {
         let lane = ctx.lane(crate::ops::slots::LaneKind::Engine);
         let call = EngineCall::new(Work::Execute, limits, time, lane);
         let recorder = Recorder::bounded(limits.max_steps, &call.bounds);
-        if deferred {
+        if deferred && confirm.is_none() {
             recorder.unconfirmed();
         }
         let watch = self.watch;
@@ -147,7 +154,7 @@ impl Attempt<'_> {
             started(&run_id, &recorder);
         }
         let ticks = watch.observe(&recorder, planned, limits.max_steps);
-        let engine = call_engine(ctx, &call, request, recorder.clone());
+        let engine = call_engine(ctx, &call, request, recorder.clone(), confirm);
         let ended = watch.around(&run_id, &recorder, ticks, engine).await?;
         if recorder.moved() && !matches!(ended, Ended::Panicked) {
             // The call's time was charged from its start (after any wait for a slot).
@@ -273,19 +280,40 @@ enum Ended {
 /// The engine's execute method on an engine thread (never on the async workers), so the time
 /// bound holds even against an engine that never yields; a timed-out run is told to stop (its
 /// `Run` turns inert, `Run::should_stop` is true) and dropped at its next await.
+///
+/// With `confirm`, the Run was given the snapshot merged from the engine's snapshot of that
+/// version: the same engine call first takes the engine's snapshot (as a snapshot for a Run,
+/// which the engine may defer proving current to the Run) and begins the Run only if it is
+/// still of that version; otherwise the recorder is told the snapshot moved and nothing runs.
 async fn call_engine(
     ctx: Ctx<'_>,
     call: &EngineCall,
     request: ExecuteRequest,
     recorder: Recorder,
+    confirm: Option<String>,
 ) -> OpResult<Ended> {
     let engine = ctx.engine();
     let handle = tokio::runtime::Handle::current();
+    let check =
+        confirm.map(|version| (version, engine.clone(), ctx.session.caller.clone(), recorder.clone()));
     let (work, abort) = {
         let recorder = recorder.clone();
         futures::future::abortable(async move { engine.execute_program(&request, recorder).await })
     };
-    match call.run(move || handle.block_on(work)).await {
+    let begin = move || {
+        if let Some((version, engine, caller, recorder)) = check {
+            let (found, deferred) = crate::engine::confirm::taking(true, || engine.catalog_snapshot(&caller));
+            if found.as_deref().map(CatalogSnapshot::version) != Some(version.as_str()) {
+                recorder.found_moved();
+                return Err(futures::future::Aborted);
+            }
+            if deferred {
+                recorder.unconfirmed();
+            }
+        }
+        handle.block_on(work)
+    };
+    match call.run(begin).await {
         Err(CallEnd::TimedOut) => {
             recorder.cancel();
             abort.abort();
@@ -296,6 +324,8 @@ async fn call_engine(
             Ok(Ended::Panicked)
         }
         Err(end @ CallEnd::Busy(..)) => Err(crate::ops::call_failed(&ctx, "the run", call, end)),
+        // Aborted at the deadline, or never begun on a snapshot that moved (the recorder says
+        // which: a moved one is attempted again).
         Ok(Err(_aborted)) => Ok(Ended::TimedOut),
         // An engine that stopped short at its deadline (its Run turned inert) stopped because of
         // it, whichever of it and the timer was first.
