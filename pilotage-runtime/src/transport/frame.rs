@@ -464,6 +464,22 @@ fn scalar_end(text: &[u8], start: usize) -> Result<usize, String> {
 mod tests {
     use super::*;
 
+    /// Tool calls read (and lifted) without rmcp: nested and escaped arguments, members in
+    /// another order, duplicate argument members, a task.
+    const CALLS: [&str; 3] = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"v","arguments":{"program":{"steps":[1,{"a":"x\"y"}]}}}}"#,
+        r#"{"params":{"_meta":{"progressToken":"p"},"name":"v","arguments":{"k":1.5,"k":[]}},"method":"tools/call","id":2,"jsonrpc":"2.0"}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"v","arguments":{"a":1},"task":{"ttl":60000}}}"#,
+    ];
+    /// Frames left to rmcp whole: another method, arguments that are not an object or not there,
+    /// a duplicate member.
+    const NOT_CALLS: [&str; 4] = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"v","arguments":[1]}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"v"}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"v","arguments":{}},"params":{}}"#,
+    ];
+
     #[cfg(feature = "http")]
     #[test]
     fn probe_reads_the_id_and_initialize_of_ordinary_frames_only() {
@@ -496,28 +512,19 @@ mod tests {
 
     #[test]
     fn a_tool_call_reads_as_rmcp_reads_it() {
-        let frames = [
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"v","arguments":{"program":{"steps":[1,{"a":"x\"y"}]}}}}"#,
-            r#"{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"arguments":{},"name":"v"}}"#,
-            r#"{"params":{"_meta":{"progressToken":"p"},"name":"v","arguments":{"k":1.5,"k":[]}},"method":"tools/call","id":2,"jsonrpc":"2.0"}"#,
-            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"v","arguments":{"a":1},"task":{"ttl":60000}}}"#,
-        ];
-        for text in frames {
+        let empty =
+            r#"{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"arguments":{},"name":"v"}}"#;
+        for text in CALLS.into_iter().chain([empty]) {
             let fast = tool_call(text.as_bytes()).unwrap_or_else(|| panic!("not read: {text}"));
             let whole: ClientJsonRpcMessage = serde_json::from_str(text).unwrap();
             assert_eq!(serde_json::to_value(&fast).unwrap(), serde_json::to_value(&whole).unwrap(), "{text}");
         }
-        // Parsed whole instead: another method, arguments that are not an object or not there,
-        // a duplicate member, an escaped method name, a frame rmcp refuses.
-        for text in [
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"arguments":{}}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"v","arguments":[1]}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"v"}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"v","arguments":{}},"params":{}}"#,
+        // Parsed whole instead: those, an escaped method name, a frame rmcp refuses.
+        for text in NOT_CALLS.into_iter().chain([
             r#"{"jsonrpc":"2.0","id":1,"method":"tools\/call","params":{"name":"v","arguments":{}}}"#,
             r#"{"jsonrpc":"2.0","id":{"x":1},"method":"tools/call","params":{"name":"v","arguments":{}}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5,"arguments":{}}}"#,
-        ] {
+        ]) {
             assert!(tool_call(text.as_bytes()).is_none(), "{text}");
         }
     }
@@ -525,12 +532,7 @@ mod tests {
     #[cfg(feature = "http")]
     #[test]
     fn lifted_arguments_and_the_rest_of_the_frame_make_the_whole_call() {
-        let frames = [
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"v","arguments":{"program":{"steps":[1,{"a":"x\"y"}]}}}}"#,
-            r#"{"params":{"_meta":{"progressToken":"p"},"name":"v","arguments":{"k":1.5,"k":[]}},"method":"tools/call","id":2,"jsonrpc":"2.0"}"#,
-            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"v","arguments":{"a":1},"task":{"ttl":60000}}}"#,
-        ];
-        for text in frames {
+        for text in CALLS {
             let (rest, arguments) =
                 lift_arguments(text.as_bytes()).unwrap_or_else(|| panic!("not lifted: {text}"));
             let mut whole: ClientJsonRpcMessage = serde_json::from_str(text).unwrap();
@@ -540,12 +542,7 @@ mod tests {
             let rest: ClientJsonRpcMessage = serde_json::from_slice(&rest).unwrap();
             assert_eq!(serde_json::to_value(&rest).unwrap(), serde_json::to_value(&whole).unwrap(), "{text}");
         }
-        for text in [
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"arguments":{}}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"v","arguments":[1]}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"v"}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"v","arguments":{}},"params":{}}"#,
-        ] {
+        for text in NOT_CALLS {
             assert!(lift_arguments(text.as_bytes()).is_none(), "{text}");
         }
     }
