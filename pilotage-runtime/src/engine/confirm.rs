@@ -8,6 +8,9 @@
 //! [`Run::catalog_moved`]: super::Run::catalog_moved
 
 use std::cell::Cell;
+use std::sync::Arc;
+
+use super::{Caller, CatalogSnapshot, Engine};
 
 /// What the snapshot being taken on this thread is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,6 +71,17 @@ pub(crate) fn taking<T>(for_run: bool, take: impl FnOnce() -> T) -> (T, bool) {
     let deferred = TAKING.with(|t| t.get() == Taking::Deferred);
     drop(restore);
     (taken, deferred)
+}
+
+/// The engine's catalog snapshot for `caller`, taken on this (engine) thread for a Run that may
+/// confirm it when `for_run`: the snapshot (`None` from an engine without one), and whether the
+/// engine deferred its confirmation ([`taking`]).
+pub(crate) fn snapshot(
+    engine: &dyn Engine,
+    caller: &Caller,
+    for_run: bool,
+) -> (Option<Arc<CatalogSnapshot>>, bool) {
+    taking(for_run, || engine.catalog_snapshot(caller))
 }
 
 #[cfg(test)]

@@ -178,7 +178,7 @@ impl Ctx<'_> {
             limits.validate_time.min(limits.tool_time),
             self.lane(kind),
         );
-        let take = move || crate::engine::confirm::taking(for_run, || engine.catalog_snapshot(&caller));
+        let take = move || crate::engine::confirm::snapshot(&*engine, &caller, for_run);
         let (engine_snapshot, deferred) = match call.run(take).await {
             Ok((found, deferred)) => (found.ok_or_else(no_snapshot)?, deferred),
             Err(end) => return Err(call_failed(self, "the catalog snapshot", &call, end)),

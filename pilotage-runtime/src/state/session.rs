@@ -112,13 +112,13 @@ impl Session {
         engine: Arc<CatalogSnapshot>,
         promoted: &[Arc<Promoted>],
     ) -> StoreResult<Arc<CatalogSnapshot>> {
-        let refs: Vec<String> = promoted.iter().map(|p| p.entry.id.clone()).collect();
         let (snap, tell) = {
             let Some(mut cache) = self.cache(lang) else { return Ok(engine) };
             let snap = match &cache.merged {
-                Some((v, r, s)) if v == engine.version() && *r == refs => s.clone(),
+                Some((v, r, s)) if v == engine.version() && same_programs(r, promoted) => s.clone(),
                 _ => {
                     let snap = promotions::merge(engine.clone(), promoted);
+                    let refs = promoted.iter().map(|p| p.entry.id.clone()).collect();
                     cache.merged = Some((engine.version().to_owned(), refs, snap.clone()));
                     snap
                 }
@@ -146,8 +146,8 @@ impl Session {
     ) -> Option<(String, Arc<CatalogSnapshot>)> {
         let cache = self.cache(lang)?;
         let (version, refs, snap) = cache.merged.as_ref()?;
-        let same = refs.len() == promoted.len() && refs.iter().zip(promoted).all(|(r, p)| *r == p.entry.id);
-        (same && cache.remembered.as_deref() == Some(snap.version())).then(|| (version.clone(), snap.clone()))
+        let kept = cache.remembered.as_deref() == Some(snap.version());
+        (kept && same_programs(refs, promoted)).then(|| (version.clone(), snap.clone()))
     }
 
     /// The changes from the version `since` served to this caller to `current` (the snapshot
@@ -184,6 +184,11 @@ impl Session {
         }
         Ok(self.promoted_all(lang).await?.into_iter().find(|p| p.entry.id == reference))
     }
+}
+
+/// Whether a merged snapshot's promoted references are `promoted`'s, in the same order.
+fn same_programs(refs: &[String], promoted: &[Arc<Promoted>]) -> bool {
+    refs.len() == promoted.len() && refs.iter().zip(promoted).all(|(r, p)| *r == p.entry.id)
 }
 
 /// The worlds of callers without an MCP session (stateless 2026-07-28 requests), one per

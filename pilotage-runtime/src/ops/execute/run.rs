@@ -302,7 +302,7 @@ async fn call_engine(
     };
     let begin = move || {
         if let Some((version, engine, caller, recorder)) = check {
-            let (found, deferred) = crate::engine::confirm::taking(true, || engine.catalog_snapshot(&caller));
+            let (found, deferred) = crate::engine::confirm::snapshot(&*engine, &caller, true);
             if found.as_deref().map(CatalogSnapshot::version) != Some(version.as_str()) {
                 recorder.found_moved();
                 return Err(futures::future::Aborted);
