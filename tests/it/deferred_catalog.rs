@@ -7,7 +7,7 @@
 //! failure as the outcome. An engine that proves every snapshot current runs an execute on
 //! the snapshot the session answered last only while the engine's is still of its version.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -51,6 +51,8 @@ struct World {
     kept: Mutex<Option<Arc<CatalogSnapshot>>>,
     /// Read every snapshot from the world, never answering a kept one.
     prove: AtomicBool,
+    /// How long reading a snapshot from the world takes, in milliseconds.
+    read_ms: AtomicU64,
 }
 
 struct Kept(Arc<World>);
@@ -103,6 +105,7 @@ impl Kept {
             }
         }
         self.0.reads.fetch_add(1, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(self.0.read_ms.load(Ordering::SeqCst)));
         let entry = CatalogEntry {
             id: "thing".into(),
             kind: "table".into(),
@@ -268,4 +271,44 @@ async fn a_run_on_the_snapshot_answered_last_begins_only_while_it_is_current() {
         json!({"ok": false, "status": "catalog_drift", "error": "catalog version mismatch"})
     );
     assert_eq!(reads_and_runs(&world).1, 3, "nothing ran");
+}
+
+/// The snapshot a Run's own engine call reads keeps a snapshot's time bound (the shorter of
+/// `validate_time` and `tool_time`), not the run's: one that outlasts it is answered at that
+/// bound and nothing runs; one within it runs.
+#[tokio::test]
+async fn the_snapshot_a_run_reads_keeps_a_snapshots_time_bound() {
+    let limits = pilotage::engine::Limits {
+        validate_time: Duration::from_millis(300),
+        execute_time: Duration::from_secs(5),
+        ..Default::default()
+    };
+    let (world, mut conn) = serve_within(limits).await;
+    world.prove.store(true, Ordering::SeqCst);
+    let v = conn.call_ok("validate_kept", json!({"program": {}})).await;
+    assert_eq!(v["valid"], true, "{v}");
+
+    world.read_ms.store(1500, Ordering::SeqCst);
+    let asked = std::time::Instant::now();
+    let late = conn.call("run_kept", json!({"program": {}})).await;
+    let answered = asked.elapsed();
+    assert!(late.is_error, "{}", late.raw);
+    assert_eq!(
+        late.structured["error"],
+        json!({"kind": "bounds_exceeded", "message": "the catalog snapshot exceeded its time bound of 300ms"}),
+        "{}",
+        late.raw
+    );
+    assert!(
+        answered < Duration::from_millis(1200),
+        "answered after {answered:?}, not at the snapshot's bound"
+    );
+    assert_eq!(world.runs.load(Ordering::SeqCst), 0);
+
+    // The late read still holds the engine's lock on its kept snapshot until it ends.
+    tokio::time::sleep(Duration::from_millis(1600).saturating_sub(asked.elapsed())).await;
+    world.read_ms.store(100, Ordering::SeqCst);
+    let ran = run(&mut conn, json!({"program": {}})).await;
+    assert_eq!(ran["output"], json!({"generation": 0, "confirmed": true}), "{ran}");
+    assert_eq!(world.runs.load(Ordering::SeqCst), 1);
 }

@@ -203,15 +203,17 @@ impl Ctx<'_> {
 pub(crate) fn call_failed(ctx: &Ctx<'_>, what: &str, call: &EngineCall, end: CallEnd) -> RequestError {
     match end {
         CallEnd::Busy(full, waited) => RequestError::new(ErrorKind::BoundsExceeded, full.why(what, waited)),
-        CallEnd::TimedOut => RequestError::new(
-            ErrorKind::BoundsExceeded,
-            format!("{what} exceeded its time bound of {:?}", call.time),
-        ),
+        CallEnd::TimedOut => timed_out(what, call.time),
         CallEnd::Panicked => {
             tracing::error!(language = ctx.lang.spec.name, "{what} failed: the engine panicked");
             RequestError::internal(format!("{what} failed in the engine"))
         }
     }
+}
+
+/// The request error for `what`, an engine call's work that outlasted its time bound `time`.
+pub(crate) fn timed_out(what: &str, time: std::time::Duration) -> RequestError {
+    RequestError::new(ErrorKind::BoundsExceeded, format!("{what} exceeded its time bound of {time:?}"))
 }
 
 /// The request error for a state store that failed: logged, reported without its details.

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use tokio::sync::watch;
 
 use super::well_formed::{Runnable, WellFormed};
 use crate::engine::memory::value_memory;
@@ -285,6 +286,8 @@ enum Ended {
 /// version: the same engine call first takes the engine's snapshot (as a snapshot for a Run,
 /// which the engine may defer proving current to the Run) and begins the Run only if it is
 /// still of that version; otherwise the recorder is told the snapshot moved and nothing runs.
+/// The snapshot keeps the time bound of a snapshot call of its own (the shorter of
+/// `validate_time` and `tool_time`, [`Ctx::snapshot_for_run`]), counted from when it began.
 async fn call_engine(
     ctx: Ctx<'_>,
     call: &EngineCall,
@@ -300,9 +303,12 @@ async fn call_engine(
         let recorder = recorder.clone();
         futures::future::abortable(async move { engine.execute_program(&request, recorder).await })
     };
+    let (phase, taking) = watch::channel(Phase::Waiting);
     let begin = move || {
         if let Some((version, engine, caller, recorder)) = check {
+            phase.send_replace(Phase::Taking);
             let (found, deferred) = crate::engine::confirm::snapshot(&*engine, &caller, true);
+            phase.send_replace(Phase::Taken);
             if found.as_deref().map(CatalogSnapshot::version) != Some(version.as_str()) {
                 recorder.found_moved();
                 return Err(futures::future::Aborted);
@@ -313,7 +319,19 @@ async fn call_engine(
         }
         handle.block_on(work)
     };
-    match call.run(begin).await {
+    let limits = &ctx.lang.limits;
+    let snapshot_time = limits.validate_time.min(limits.tool_time);
+    let ran = tokio::select! {
+        biased;
+        ran = call.run(begin) => ran,
+        () = snapshot_late(taking, snapshot_time) => {
+            call.bounds.signal.cancel();
+            recorder.cancel();
+            abort.abort();
+            return Err(crate::ops::timed_out("the catalog snapshot", snapshot_time));
+        }
+    };
+    match ran {
         Err(CallEnd::TimedOut) => {
             recorder.cancel();
             abort.abort();
@@ -332,6 +350,28 @@ async fn call_engine(
         Ok(Ok(finish)) if !finish.outcome.ok() && call.expired() => Ok(Ended::TimedOut),
         Ok(Ok(finish)) => Ok(Ended::Finished(finish)),
     }
+}
+
+/// Where a Run's engine call is in taking the snapshot it confirms.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Not begun (waiting for a slot), or begun without a snapshot to take.
+    Waiting,
+    /// Taking the engine's snapshot.
+    Taking,
+    /// The snapshot taken.
+    Taken,
+}
+
+/// Resolves when the engine call's snapshot has been taking longer than `bound` since it began;
+/// pending otherwise (never begun, taken in time, or the call ended).
+async fn snapshot_late(mut phase: watch::Receiver<Phase>, bound: Duration) {
+    if phase.wait_for(|p| *p != Phase::Waiting).await.is_ok_and(|p| *p == Phase::Taking)
+        && tokio::time::timeout(bound, phase.wait_for(|p| *p == Phase::Taken)).await.is_err()
+    {
+        return;
+    }
+    std::future::pending().await
 }
 
 /// The started Run's outcome and output (only when ok), from how the engine ended and what the
