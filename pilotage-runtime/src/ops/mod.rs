@@ -141,6 +141,12 @@ impl Ctx<'_> {
         self.session.last_snapshot(self.index, promoted)
     }
 
+    /// The time bound of taking the engine's catalog snapshot: a snapshot is part of a
+    /// validation, a run or a lookup, so bounded like the shorter of a validation and a tool call.
+    pub fn snapshot_time(&self) -> std::time::Duration {
+        self.lang.limits.validate_time.min(self.lang.limits.tool_time)
+    }
+
     /// The caller's current snapshot (catalog-bearing Languages).
     pub async fn snapshot_now(&self) -> OpResult<Arc<CatalogSnapshot>> {
         let promoted = self.promotions().await?;
@@ -169,15 +175,8 @@ impl Ctx<'_> {
         for_run: bool,
     ) -> OpResult<(Arc<CatalogSnapshot>, bool)> {
         let (engine, caller) = (self.engine(), self.session.caller.clone());
-        // A snapshot is part of a validation, a run or a lookup: bounded like the shorter of
-        // a validation and a tool call.
         let limits = &self.lang.limits;
-        let call = EngineCall::new(
-            Work::Snapshot,
-            limits,
-            limits.validate_time.min(limits.tool_time),
-            self.lane(kind),
-        );
+        let call = EngineCall::new(Work::Snapshot, limits, self.snapshot_time(), self.lane(kind));
         let take = move || crate::engine::confirm::snapshot(&*engine, &caller, for_run);
         let (engine_snapshot, deferred) = match call.run(take).await {
             Ok((found, deferred)) => (found.ok_or_else(no_snapshot)?, deferred),

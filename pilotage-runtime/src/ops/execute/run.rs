@@ -286,8 +286,8 @@ enum Ended {
 /// version: the same engine call first takes the engine's snapshot (as a snapshot for a Run,
 /// which the engine may defer proving current to the Run) and begins the Run only if it is
 /// still of that version; otherwise the recorder is told the snapshot moved and nothing runs.
-/// The snapshot keeps the time bound of a snapshot call of its own (the shorter of
-/// `validate_time` and `tool_time`, [`Ctx::snapshot_for_run`]), counted from when it began.
+/// The snapshot keeps the time bound of a snapshot call of its own ([`Ctx::snapshot_time`]),
+/// counted from when it began.
 async fn call_engine(
     ctx: Ctx<'_>,
     call: &EngineCall,
@@ -319,8 +319,7 @@ async fn call_engine(
         }
         handle.block_on(work)
     };
-    let limits = &ctx.lang.limits;
-    let snapshot_time = limits.validate_time.min(limits.tool_time);
+    let snapshot_time = ctx.snapshot_time();
     let ran = tokio::select! {
         biased;
         ran = call.run(begin) => ran,
