@@ -27,11 +27,16 @@
 //!   work it waits for). The history is kept per kind of work because one request makes
 //!   several calls of different lengths: `sql/postgres` validates in 0.2 ms, then runs for 3.
 //!
-//! Both loops yield the core to any other runnable thread on every turn, and both stop as soon
-//! as other calls are in flight: a busy server keeps its cores for work (and a call that never
-//! returns counts as in flight for good, so the process then hands off without either loop). The request does not
-//! poll on a current-thread runtime or a runtime with one worker, where that worker also drives
-//! the I/O the engine may be waiting for.
+//! Both loops yield the core to any other runnable thread on every turn, and neither runs while
+//! other calls are in flight or the process serves other requests ([`Request`]): a busy server
+//! keeps its cores for work. A request's engine call is a short part of it (the HTTP exchange,
+//! the parse, the answer's serialisation are the rest), so a server loaded by many clients
+//! often has one engine call or none in flight while its workers are busy with the others'
+//! requests; a thread looking or polling then took a core from them (issue 33: at 64 clients,
+//! the engine threads used 17-33 µs a call doing it, for a trivial validation). A call that never
+//! returns counts as in flight for good, so the process then hands off without either loop.
+//! The request does not poll on a current-thread runtime or a runtime with one worker, where
+//! that worker also drives the I/O the engine may be waiting for.
 
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
@@ -72,6 +77,8 @@ struct Threads {
     queued: AtomicUsize,
     /// Engine calls running or waiting anywhere (engine threads and blocking pool).
     in_flight: AtomicUsize,
+    /// Requests the process is serving ([`Request`]), whatever each is doing now.
+    requests: AtomicUsize,
     /// Per kind of work (by [`Work::ALL`] index): how long after the last call of that kind
     /// ended, with no other call in flight, the next call came, in microseconds (0 until one
     /// did: look, as for a client that asks again at once).
@@ -179,6 +186,25 @@ impl Drop for InFlight {
     }
 }
 
+/// One `tools/call` counted while it is served, from its arrival to its answer: while the
+/// process serves more than one, no engine thread looks for the next call and no request polls
+/// for its answer (see the module's documentation).
+pub(crate) struct Request(&'static Threads);
+
+impl Request {
+    pub fn begin() -> Request {
+        let threads = threads();
+        threads.requests.fetch_add(1, Ordering::AcqRel);
+        Request(threads)
+    }
+}
+
+impl Drop for Request {
+    fn drop(&mut self) {
+        self.0.requests.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// The answer of an engine call started by [`spawn`].
 pub(crate) struct Answer<T> {
     rx: oneshot::Receiver<Option<T>>,
@@ -195,7 +221,7 @@ impl<T> Answer<T> {
         // taking a core from the work it waits for (on 2 cores, the database's own backend).
         if self.poll && self.work.short() {
             let until = (Instant::now() + POLL).min(deadline.into_std());
-            while self.threads.in_flight.load(Ordering::Acquire) <= 1 && Instant::now() < until {
+            while self.threads.quiet(1) && Instant::now() < until {
                 match self.rx.try_recv() {
                     Ok(value) => return Some(value),
                     Err(oneshot::error::TryRecvError::Closed) => return Some(None),
@@ -219,6 +245,7 @@ impl Threads {
             free: AtomicUsize::new(0),
             queued: AtomicUsize::new(0),
             in_flight: AtomicUsize::new(0),
+            requests: AtomicUsize::new(0),
             gaps: [const { AtomicU64::new(0) }; 4],
             ended_at: AtomicU64::new(0),
             ended_kind: AtomicUsize::new(0),
@@ -246,13 +273,18 @@ impl Threads {
         }
     }
 
+    /// Whether at most `calls` engine calls are in flight and at most one request is served:
+    /// when a thread may look for a call or a request poll for its answer.
+    fn quiet(&self, calls: usize) -> bool {
+        self.in_flight.load(Ordering::Acquire) <= calls && self.requests.load(Ordering::Acquire) <= 1
+    }
+
     /// Whether a thread that finds no call now should look for the next one for [`LINGER`]:
-    /// none in flight, and the last time a call of the kind that just ended ended, the next came
+    /// none in flight, one request served at most, and the last time a call of the kind that just ended ended, the next came
     /// within it.
     fn worth_lingering(&self) -> bool {
         let kind = self.ended_kind.load(Ordering::Relaxed) % Work::ALL.len();
-        self.in_flight.load(Ordering::Acquire) == 0
-            && self.gaps[kind].load(Ordering::Relaxed) < LINGER.as_micros() as u64
+        self.quiet(0) && self.gaps[kind].load(Ordering::Relaxed) < LINGER.as_micros() as u64
     }
 
     /// Queues `job` for the free engine thread claimed for it.
@@ -435,9 +467,33 @@ mod tests {
         threads.arrived();
         threads.ended(Work::Execute);
         assert!(threads.worth_lingering());
+        // One request served (the one whose call just ended): still.
+        threads.requests.fetch_add(1, Ordering::AcqRel);
+        assert!(threads.worth_lingering());
+        // Another request served: never, whatever it is doing.
+        threads.requests.fetch_add(1, Ordering::AcqRel);
+        assert!(!threads.worth_lingering());
+        threads.requests.fetch_sub(1, Ordering::AcqRel);
+        assert!(threads.worth_lingering());
         // A call in flight: never.
         threads.in_flight.fetch_add(1, Ordering::AcqRel);
         assert!(!threads.worth_lingering());
+    }
+
+    #[test]
+    fn a_request_polls_for_its_answer_only_while_its_call_and_itself_are_alone() {
+        let threads = Threads::new();
+        // Its own call in flight, itself the one request served.
+        threads.in_flight.fetch_add(1, Ordering::AcqRel);
+        threads.requests.fetch_add(1, Ordering::AcqRel);
+        assert!(threads.quiet(1));
+        // Another request served, even one that has no call in flight: no poll.
+        threads.requests.fetch_add(1, Ordering::AcqRel);
+        assert!(!threads.quiet(1));
+        threads.requests.fetch_sub(1, Ordering::AcqRel);
+        // Another call in flight: no poll.
+        threads.in_flight.fetch_add(1, Ordering::AcqRel);
+        assert!(!threads.quiet(1));
     }
 
     #[test]

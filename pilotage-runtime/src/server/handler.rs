@@ -102,6 +102,8 @@ impl PilotageHandler {
             tracing::info_span!(target: "pilotage", "tools/call", tool = %request.name, language = Empty);
         let started = Instant::now();
         let watch = watch_of(&context);
+        // Counted while served: a busy process's engine threads neither look nor poll.
+        let _served = crate::ops::threads::Request::begin();
         let reply = super::route::call(&self.shared, &session, &request.name, args, &watch)
             .instrument(span.clone())
             .await;
