@@ -33,8 +33,9 @@
 //! the parse, the answer's serialisation are the rest), so a server loaded by many clients
 //! often has one engine call or none in flight while its workers are busy with the others'
 //! requests; a thread looking or polling then took a core from them (issue 33: at 64 clients,
-//! the engine threads used 17-33 µs a call doing it, for a trivial validation). A call that never
-//! returns counts as in flight for good, so the process then hands off without either loop.
+//! the engine threads used up to 33 µs a call, for a trivial validation of a few). A call that
+//! never returns counts as in flight for good, so the process then hands off without either
+//! loop.
 //! The request does not poll on a current-thread runtime or a runtime with one worker, where
 //! that worker also drives the I/O the engine may be waiting for.
 
@@ -280,8 +281,8 @@ impl Threads {
     }
 
     /// Whether a thread that finds no call now should look for the next one for [`LINGER`]:
-    /// none in flight, one request served at most, and the last time a call of the kind that just ended ended, the next came
-    /// within it.
+    /// none in flight, one request served at most, and the last time a call of the kind that
+    /// just ended ended, the next came within it.
     fn worth_lingering(&self) -> bool {
         let kind = self.ended_kind.load(Ordering::Relaxed) % Work::ALL.len();
         self.quiet(0) && self.gaps[kind].load(Ordering::Relaxed) < LINGER.as_micros() as u64
