@@ -524,9 +524,9 @@ async fn sqlite_store_survives_reopen_and_expires() {
         owner: "me".into(),
         language: "x/1".into(),
         outcome: crate::model::outcome::Outcome::success(),
-        output: Some(json!({"n": 1})),
+        output: Some(RunRecord::text(&json!({"n": 1}))),
         level: crate::model::declaration::TraceLevel::Full,
-        steps: vec![],
+        steps: RunRecord::steps_text(&[], crate::model::declaration::TraceLevel::Full),
         stats: None,
     };
     {
@@ -674,9 +674,9 @@ fn session_run_stores_evict_the_oldest_past_their_caps() {
         owner: "o".into(),
         language: "l/v1".into(),
         outcome: crate::model::outcome::Outcome::success(),
-        output: Some(json!(text)),
+        output: Some(RunRecord::text(&json!(text))),
         level: crate::model::declaration::TraceLevel::Full,
-        steps: vec![],
+        steps: RunRecord::steps_text(&[], crate::model::declaration::TraceLevel::Full),
         stats: None,
     };
     let by_count = MemoryRunStore::bounded(2, usize::MAX);
@@ -685,7 +685,7 @@ fn session_run_stores_evict_the_oldest_past_their_caps() {
     }
     assert!(by_count.get("r1").is_none() && by_count.get("r2").is_some() && by_count.get("r3").is_some());
     assert_eq!(by_count.held().0, 2);
-    // A record's size is the memory it holds: its text's length counts once, its value more.
+    // A record's size is the memory it holds: its text and its own fields.
     let probe = MemoryRunStore::bounded(100, usize::MAX);
     probe.put(record("r1", &"x".repeat(100)), std::time::Duration::MAX).unwrap();
     let size = probe.held().1;
@@ -715,7 +715,7 @@ fn old_run() -> RunRecord {
         outcome: crate::model::outcome::Outcome::success(),
         output: None,
         level: crate::model::declaration::TraceLevel::Full,
-        steps: vec![],
+        steps: RunRecord::steps_text(&[], crate::model::declaration::TraceLevel::Full),
         stats: None,
     }
 }

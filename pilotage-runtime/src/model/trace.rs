@@ -61,6 +61,19 @@ impl TraceStep {
         written_with(&self, &mut [("id", Some(Value::String(id))), ("input", input), ("output", output)])
     }
 
+    /// This step without its input and output, copied.
+    fn clone_bare(&self) -> TraceStep {
+        TraceStep {
+            id: self.id.clone(),
+            calls: self.calls.clone(),
+            input: None,
+            output: None,
+            outcome: self.outcome.clone(),
+            t_ms: self.t_ms,
+            decisions: self.decisions.clone(),
+        }
+    }
+
     /// Whether this is a control-flow entry (it carries decisions).
     pub fn is_control_flow(&self) -> bool {
         self.decisions.is_some()
@@ -141,6 +154,19 @@ pub fn render_steps(steps: &[TraceStep], level: TraceLevel) -> Vec<TraceStep> {
 /// [`render_steps`] on steps the caller owns: nothing is copied.
 pub fn render_steps_owned(steps: Vec<TraceStep>, level: TraceLevel) -> Vec<TraceStep> {
     steps.into_iter().map(|s| render_step(s, level)).collect()
+}
+
+/// A step as [`render_steps`] renders it at `level`, borrowed where rendering leaves it as it
+/// is (a step that is not control flow, at `full`).
+pub(crate) fn render_step_ref(s: &TraceStep, level: TraceLevel) -> std::borrow::Cow<'_, TraceStep> {
+    if !s.is_control_flow() && level != TraceLevel::Summary {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut bare = s.clone_bare();
+    if !s.is_control_flow() {
+        bare.output = s.output.as_ref().map(truncate_output);
+    }
+    std::borrow::Cow::Owned(bare)
 }
 
 fn render_step(mut s: TraceStep, level: TraceLevel) -> TraceStep {

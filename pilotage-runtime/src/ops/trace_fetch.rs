@@ -7,7 +7,7 @@ use crate::model::capabilities::SubFeature;
 use crate::model::declaration::{Retention, TraceLevel};
 use crate::model::errors::RequestError;
 use crate::model::outcome::Outcome;
-use crate::model::trace::{render_steps, Trace, TraceFetchResponse};
+use crate::model::trace::{render_steps_owned, Trace, TraceFetchResponse};
 use crate::state::runs::RunRecord;
 
 /// The trace tool of one Language.
@@ -57,7 +57,8 @@ fn running(ctx: Ctx<'_>, run_id: &str) -> Option<RunRecord> {
         ),
         output: None,
         level: ctx.lang.spec.trace.unwrap_or(TraceLevel::Summary),
-        steps,
+        // As recorded: the fetch renders them at its level.
+        steps: RunRecord::steps_text(&steps, TraceLevel::Full),
         stats: None,
     })
 }
@@ -92,14 +93,25 @@ pub fn fetch(
         _ => return Err(run_not_found()),
     };
     let level = requested.map_or(record.level, |r| r.min(record.level));
+    // A store answers the text it was given; text that does not read back as a record's is a
+    // fault of the store, reported as one.
+    let unreadable = |e: serde_json::Error| {
+        tracing::error!(run_id = record.run_id, error = %e, "a kept run's record does not read back");
+        RequestError::internal(format!(
+            "the record of run {} could not be read back from the store",
+            record.run_id
+        ))
+    };
+    let steps = record.steps().map_err(unreadable)?;
+    let output = record.output().map_err(unreadable)?;
     Ok(TraceFetchResponse {
         run_id: record.run_id.clone(),
         outcome: record.outcome,
-        output: record.output,
+        output,
         trace: Trace {
             run_id: record.run_id,
             level: level.into(),
-            steps: render_steps(&record.steps, level),
+            steps: render_steps_owned(steps, level),
             stats: record.stats,
         },
         narration: None,

@@ -1,21 +1,30 @@
 //! Run records (Part II §6.6, §8) and the bounded in-memory store of `"session"` retention
 //! (duration retention keeps them in the deployment's [`SharedState`](super::SharedState)).
 
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::mem::size_of;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::engine::memory::{block, step_memory, value_memory};
+use crate::engine::memory::{block, value_memory};
 use crate::model::declaration::TraceLevel;
 use crate::model::outcome::Outcome;
-use crate::model::trace::{present, TraceStep};
+use crate::model::trace::{render_step_ref, TraceStep};
 
 /// A stored Run: the trace envelope as recorded, at the Language's ceiling.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+///
+/// Its output and steps are kept as their JSON text ([`RawValue`]), written once when the Run
+/// ends: a record is one block of text rather than a tree of values, so keeping it costs one
+/// serialisation instead of a copy of every value, it holds about the memory of its text
+/// (where a tree of values is several times that), evicting it frees one block, and a store
+/// that writes it out copies the text as it is. A trace fetch reads it back
+/// ([`RunRecord::steps`], [`RunRecord::output`]).
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunRecord {
     /// The Run.
     pub run_id: String,
@@ -25,54 +34,120 @@ pub struct RunRecord {
     pub language: String,
     /// Outcome.
     pub outcome: Outcome,
-    /// Output, where retained.
-    #[serde(default, deserialize_with = "present")]
-    pub output: Option<Value>,
+    /// Output, where retained, as its JSON text.
+    #[serde(default, deserialize_with = "present_text")]
+    pub output: Option<Box<RawValue>>,
     /// Level recorded.
     pub level: TraceLevel,
-    /// Steps at the recorded level.
-    pub steps: Vec<TraceStep>,
+    /// Steps at the recorded level: the JSON text of their array.
+    pub steps: Box<RawValue>,
     /// Statistics.
     pub stats: Option<Value>,
 }
 
+/// A record equals another when they hold the same text.
+impl PartialEq for RunRecord {
+    fn eq(&self, other: &Self) -> bool {
+        fn text(t: &Option<Box<RawValue>>) -> Option<&str> {
+            t.as_deref().map(RawValue::get)
+        }
+        self.run_id == other.run_id
+            && self.owner == other.owner
+            && self.language == other.language
+            && self.outcome == other.outcome
+            && text(&self.output) == text(&other.output)
+            && self.level == other.level
+            && self.steps.get() == other.steps.get()
+            && self.stats == other.stats
+    }
+}
+
+/// A member present in the text is kept, `null` included (as [`present`](crate::model::trace)
+/// does for values).
+fn present_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
+    Box::<RawValue>::deserialize(d).map(Some)
+}
+
 impl RunRecord {
-    /// Bytes this record holds in memory: its own fields, every string and every value it
-    /// owns, counted as [`value_memory`] counts them (a value is several times the length of
-    /// its JSON text: a row of three short columns is about 45 bytes of text and 470 in
-    /// memory). What the in-memory store bounds, so that its bound is resident memory.
+    /// The JSON text of `steps` rendered at `level` (as [`render_steps`] renders them), written
+    /// from the steps in place: only a step that rendering changes is copied.
+    ///
+    /// ```
+    /// use pilotage_runtime::model::declaration::TraceLevel;
+    /// use pilotage_runtime::model::outcome::Outcome;
+    /// use pilotage_runtime::model::trace::TraceStep;
+    /// use pilotage_runtime::state::runs::RunRecord;
+    ///
+    /// let step = TraceStep {
+    ///     id: "s1".into(), calls: None, input: Some(serde_json::json!({"a": 1})),
+    ///     output: Some(serde_json::json!([1, 2])), outcome: Outcome::success(), t_ms: None,
+    ///     decisions: None,
+    /// };
+    /// let full = RunRecord::steps_text(std::slice::from_ref(&step), TraceLevel::Full);
+    /// assert_eq!(
+    ///     full.get(),
+    ///     r#"[{"id":"s1","input":{"a":1},"output":[1,2],"outcome":{"ok":true,"status":"success","error":null}}]"#
+    /// );
+    /// let summary = RunRecord::steps_text(&[step], TraceLevel::Summary);
+    /// assert!(!summary.get().contains("input"));
+    /// ```
+    pub fn steps_text(steps: &[TraceStep], level: TraceLevel) -> Box<RawValue> {
+        let rendered: Vec<Cow<'_, TraceStep>> = steps.iter().map(|s| render_step_ref(s, level)).collect();
+        text_of(&rendered)
+    }
+
+    /// The JSON text of `value`.
+    pub fn text(value: &Value) -> Box<RawValue> {
+        text_of(value)
+    }
+
+    /// The recorded steps, read back from their text; an error where the text is not an array
+    /// of steps (a store that answered something it was not given).
+    pub fn steps(&self) -> Result<Vec<TraceStep>, serde_json::Error> {
+        serde_json::from_str(self.steps.get())
+    }
+
+    /// The recorded output, read back from its text.
+    pub fn output(&self) -> Result<Option<Value>, serde_json::Error> {
+        self.output.as_deref().map(|t| serde_json::from_str(t.get())).transpose()
+    }
+
+    /// Bytes this record holds in memory: its own fields, every string, the text of its output
+    /// and steps, and its statistics counted as [`value_memory`] counts them. What the in-memory
+    /// store bounds, so that its bound is resident memory.
     ///
     /// ```
     /// use pilotage_runtime::model::declaration::TraceLevel;
     /// use pilotage_runtime::model::outcome::Outcome;
     /// use pilotage_runtime::state::runs::RunRecord;
     ///
-    /// let record = |output| RunRecord {
+    /// let record = |output: Option<&serde_json::Value>| RunRecord {
     ///     run_id: "run_1".into(), owner: "o".into(), language: "l/v1".into(),
-    ///     outcome: Outcome::success(), output, level: TraceLevel::Full, steps: vec![], stats: None,
+    ///     outcome: Outcome::success(), output: output.map(RunRecord::text), level: TraceLevel::Full,
+    ///     steps: RunRecord::steps_text(&[], TraceLevel::Full), stats: None,
     /// };
     /// let rows = serde_json::json!([{"id": 1, "name": "customer 1"}, {"id": 2, "name": "customer 2"}]);
     /// let text = serde_json::to_string(&rows).unwrap().len();
-    /// let grown = record(Some(rows)).memory() - record(None).memory();
-    /// assert!(grown > 4 * text, "{grown} bytes in memory for {text} of text");
+    /// let grown = record(Some(&rows)).memory() - record(None).memory();
+    /// assert!(grown >= text && grown <= text + 64, "{grown} bytes in memory for {text} of text");
     /// ```
     pub fn memory(&self) -> usize {
         let text = |s: &str| block(s.len());
-        let value = |v: &Option<Value>| v.as_ref().map_or(0, value_memory);
-        let steps =
-            self.steps.iter().fold(block(self.steps.capacity() * size_of::<TraceStep>()), |sum, step| {
-                // The step's entry is in the block above: only what it owns is added.
-                sum + step_memory(step) - size_of::<TraceStep>()
-            });
         size_of::<RunRecord>()
             + text(&self.run_id)
             + text(&self.owner)
             + text(&self.language)
             + self.outcome.error().map_or(0, text)
-            + value(&self.output)
-            + value(&self.stats)
-            + steps
+            + self.output.as_deref().map_or(0, |t| text(t.get()))
+            + text(self.steps.get())
+            + self.stats.as_ref().map_or(0, value_memory)
     }
+}
+
+/// The JSON text of `value` (`null` where it cannot be written, which steps and JSON values
+/// never are).
+fn text_of<T: Serialize + ?Sized>(value: &T) -> Box<RawValue> {
+    serde_json::value::to_raw_value(value).unwrap_or_default()
 }
 
 /// An in-memory store: the right store for `"session"` retention (one per session and
@@ -151,7 +226,8 @@ mod tests {
     use super::*;
 
     /// A kept run's record (the in-memory store bounds them by [`RunRecord::memory`]) is
-    /// charged what a copy of it allocates, within a factor of two, where its text is a tenth.
+    /// charged what a copy of it allocates, within a factor of two: about its text, where the
+    /// same output and steps as values held more than five times it.
     #[test]
     fn a_run_record_is_charged_as_the_memory_it_holds() {
         use crate::model::outcome::Outcome;
@@ -174,9 +250,9 @@ mod tests {
             owner: "caller".into(),
             language: "sql/postgres".into(),
             outcome: Outcome::success(),
-            output: Some(rows.clone()),
+            output: Some(RunRecord::text(&rows)),
             level: crate::model::declaration::TraceLevel::Full,
-            steps: vec![step(1), step(2)],
+            steps: RunRecord::steps_text(&[step(1), step(2)], crate::model::declaration::TraceLevel::Full),
             stats: Some(json!({"queued_ms": 2})),
         };
         let (held, copy) = crate::engine::memory::tests::held_by(|| record.clone());
@@ -184,6 +260,8 @@ mod tests {
         let charged = copy.memory();
         let text = serde_json::to_string(&copy).map_or(0, |t| t.len());
         assert!(charged <= 2 * real && real <= 2 * charged, "charged {charged}, real {real}, text {text}");
-        assert!(charged > 5 * text, "charged {charged}, text {text}");
+        assert!(text <= charged && charged <= text + text / 10, "charged {charged}, text {text}");
+        let as_values = crate::engine::memory::value_memory(&rows) * 3;
+        assert!(as_values > 5 * charged, "as values {as_values}, charged {charged}");
     }
 }

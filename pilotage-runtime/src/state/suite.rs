@@ -15,6 +15,7 @@ use crate::engine::catalog::CatalogSnapshot;
 use crate::model::catalog::{CatalogEntry, ChangeKind};
 use crate::model::declaration::TraceLevel;
 use crate::model::outcome::Outcome;
+use crate::model::trace::TraceStep;
 
 const HOUR: Duration = Duration::from_secs(3600);
 
@@ -40,10 +41,23 @@ fn record(run_id: &str, owner: &str) -> RunRecord {
         owner: owner.to_owned(),
         language: "suite/v1".into(),
         outcome: Outcome::success(),
-        output: Some(json!({"n": 1})),
+        output: Some(RunRecord::text(&json!({"n": 1}))),
         level: TraceLevel::Summary,
-        steps: Vec::new(),
+        steps: RunRecord::steps_text(&[suite_step()], TraceLevel::Full),
         stats: None,
+    }
+}
+
+/// The step every suite record keeps, whose text must read back as it.
+fn suite_step() -> TraceStep {
+    TraceStep {
+        id: "s1".into(),
+        calls: Some("entry \"é\"".into()),
+        input: Some(json!({"q": "a\nb"})),
+        output: Some(json!([[1, "x"], [2.5, null]])),
+        outcome: Outcome::success(),
+        t_ms: Some(2),
+        decisions: None,
     }
 }
 
@@ -52,6 +66,9 @@ async fn runs_are_scoped_by_owner_and_expire(store: &dyn SharedState, me: &str) 
     store.put_run(&record(&a, me), HOUR).await.unwrap();
     let got = store.get_run(me, &a).await.unwrap();
     assert_eq!(got, Some(record(&a, me)), "a stored run is its owner's");
+    let kept = got.unwrap();
+    assert_eq!(kept.steps().unwrap(), vec![suite_step()], "its steps read back as written");
+    assert_eq!(kept.output().unwrap(), Some(json!({"n": 1})), "its output reads back as written");
     assert_eq!(store.get_run(&format!("{me}-other"), &a).await.unwrap(), None, "foreign: none");
     assert_eq!(store.get_run(me, &format!("run_{me}_never")).await.unwrap(), None, "unknown: none");
     store.put_run(&record(&b, me), Duration::ZERO).await.unwrap();

@@ -15,7 +15,7 @@ use crate::model::declaration::{Retention, TraceLevel};
 use crate::model::diagnostic::Diagnostic;
 use crate::model::execution::ExecuteResponse;
 use crate::model::outcome::Outcome;
-use crate::model::trace::{render_steps, render_steps_owned, Trace, TraceStep};
+use crate::model::trace::{render_steps_owned, Trace, TraceStep};
 use crate::ops::call::{CallEnd, EngineCall};
 use crate::ops::threads::Work;
 use crate::ops::validate::{cached, check_context, remember, revalidate};
@@ -188,21 +188,19 @@ fn finish(
     }
     let (outcome, output) = classify(ctx, ended, recorder, !findings.is_empty())?;
     let stats = queue_stats(recorder);
-    // The steps are taken out of the recorder. A Run that is not kept gives them to its inline
-    // trace; a kept one's record keeps them and the inline trace gets a copy.
+    // The steps are taken out of the recorder. A kept Run's record is written as text from
+    // them first (`RunRecord`); then they move into the inline trace, uncopied.
     let steps = recorder.take_steps();
-    let keep = keeps(ctx, checked);
-    let (trace, kept) = split_trace(&run_id, steps, checked.effective_level, keep, &stats);
-    let keep = kept.map(|steps| {
+    let keep = keeps(ctx, checked).then(|| {
         let record = RunRecord {
             run_id: run_id.clone(),
             owner: ctx.session.caller.id.to_string(),
             language: ctx.lang.spec.name.to_owned(),
             outcome: outcome.clone(),
-            output: output.clone(),
+            output: output.as_ref().map(RunRecord::text),
             level: checked.ceiling,
-            steps: render_steps_owned(steps, checked.ceiling),
-            stats,
+            steps: RunRecord::steps_text(&steps, checked.ceiling),
+            stats: stats.clone(),
         };
         let place = match &checked.retention {
             Retention::Duration { length, .. } => Place::Shared(*length),
@@ -210,6 +208,9 @@ fn finish(
         };
         (record, place)
     });
+    let trace = checked
+        .effective_level
+        .map(|level| inline_trace(&run_id, render_steps_owned(steps, level), level, stats));
     Ok(Ran { response: ExecuteResponse { run_id, outcome, output, diagnostics: None, trace }, keep })
 }
 
@@ -452,26 +453,6 @@ fn keeps(ctx: Ctx<'_>, checked: &WellFormed<'_>) -> bool {
     match checked.store_flag {
         Some(flag) => flag,
         None => *retention != Retention::None && !(*retention == Retention::Session && ctx.session.stateless),
-    }
-}
-
-/// The inline trace at `level` (if any) and the steps a kept Run's record keeps (if kept): a Run
-/// that is not kept gives its steps to its inline trace, a kept one's trace gets a copy.
-fn split_trace(
-    run_id: &str,
-    steps: Vec<TraceStep>,
-    level: Option<TraceLevel>,
-    keep: bool,
-    stats: &Option<Value>,
-) -> (Option<Trace>, Option<Vec<TraceStep>>) {
-    match level {
-        Some(level) if keep => {
-            (Some(inline_trace(run_id, render_steps(&steps, level), level, stats.clone())), Some(steps))
-        }
-        Some(level) => {
-            (Some(inline_trace(run_id, render_steps_owned(steps, level), level, stats.clone())), None)
-        }
-        None => (None, keep.then_some(steps)),
     }
 }
 
