@@ -69,8 +69,9 @@ fn present_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Box<Raw
 }
 
 impl RunRecord {
-    /// The JSON text of `steps` rendered at `level` (as [`render_steps`] renders them), written
-    /// from the steps in place: only a step that rendering changes is copied.
+    /// The JSON text of `steps` rendered at `level` (as
+    /// [`render_steps`](crate::model::trace::render_steps) renders them), written from the steps
+    /// in place: only a step that rendering changes is copied.
     ///
     /// ```
     /// use pilotage_runtime::model::declaration::TraceLevel;
@@ -84,10 +85,9 @@ impl RunRecord {
     ///     decisions: None,
     /// };
     /// let full = RunRecord::steps_text(std::slice::from_ref(&step), TraceLevel::Full);
-    /// assert_eq!(
-    ///     full.get(),
-    ///     r#"[{"id":"s1","input":{"a":1},"output":[1,2],"outcome":{"ok":true,"status":"success","error":null}}]"#
-    /// );
+    /// let outcome = r#"{"ok":true,"status":"success","error":null}"#;
+    /// let expected = format!(r#"[{{"id":"s1","input":{{"a":1}},"output":[1,2],"outcome":{outcome}}}]"#);
+    /// assert_eq!(full.get(), expected);
     /// let summary = RunRecord::steps_text(&[step], TraceLevel::Summary);
     /// assert!(!summary.get().contains("input"));
     /// ```
