@@ -517,34 +517,44 @@ struct SseEvents {
 }
 
 impl SseEvents {
-    /// Feeds a chunk; returns the first completed event carrying a response.
-    fn push(&mut self, chunk: &[u8]) -> Option<String> {
-        for &byte in chunk {
-            if byte != b'\n' {
-                self.line.push(byte);
-                continue;
-            }
+    /// Feeds a chunk; returns the first completed event carrying a response. Whole lines are
+    /// found by their end and taken as they are: a response of many kilobytes is copied once
+    /// into its line and moved from there into its data, never byte by byte.
+    fn push(&mut self, mut chunk: &[u8]) -> Option<String> {
+        while let Some(end) = chunk.iter().position(|&b| b == b'\n') {
+            self.line.extend_from_slice(&chunk[..end]);
+            chunk = &chunk[end + 1..];
             let line = std::mem::take(&mut self.line);
-            let line = String::from_utf8_lossy(line.strip_suffix(b"\r").unwrap_or(&line));
-            if line.is_empty() {
-                // A blank line ends the event.
-                match self.data.take() {
-                    Some(data) if is_jsonrpc_response(&data) => return Some(data),
-                    _ => continue,
-                }
+            if let Some(data) = self.ended(line) {
+                return Some(data);
             }
-            if let Some(value) = line.strip_prefix("data:") {
-                let value = value.strip_prefix(' ').unwrap_or(value);
-                match &mut self.data {
-                    Some(data) => {
-                        data.push('\n');
-                        data.push_str(value);
-                    }
-                    None => self.data = Some(value.to_owned()),
-                }
-            }
-            // `id:`, `event:`, `retry:` and `:` comments do not matter here.
         }
+        self.line.extend_from_slice(chunk);
+        None
+    }
+
+    /// One line ended: a blank one ends the event (its data if it carries a response).
+    fn ended(&mut self, mut line: Vec<u8>) -> Option<String> {
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+        if line.is_empty() {
+            return self.data.take().filter(|data| is_jsonrpc_response(data));
+        }
+        if let Some(value) = line.strip_prefix(b"data:") {
+            let skip = line.len() - value.len() + usize::from(value.first() == Some(&b' '));
+            line.drain(..skip);
+            let value = String::from_utf8(line)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+            match &mut self.data {
+                Some(data) => {
+                    data.push('\n');
+                    data.push_str(&value);
+                }
+                None => self.data = Some(value),
+            }
+        }
+        // `id:`, `event:`, `retry:` and `:` comments do not matter here.
         None
     }
 }

@@ -195,4 +195,11 @@ fn sse_parser_skips_priming_and_notifications() {
     assert_eq!(events.push(head), None);
     let data = events.push(tail).expect("the response event");
     assert_eq!(serde_json::from_str::<Value>(&data).unwrap(), json!({"jsonrpc":"2.0","id":7,"result":{}}));
+    // Byte by byte, CRLF endings, `data:` without its space, and text that is not UTF-8 (kept
+    // as replacement characters, as before).
+    let mut events = SseEvents::default();
+    let mut stream = b"data:{\"jsonrpc\":\"2.0\",\"id\":8,\r\ndata: \"result\":{\"t\":\"".to_vec();
+    stream.extend_from_slice(b"\xff\"}}\r\n\r\ndata: {}\n\n");
+    let found: Vec<String> = stream.iter().filter_map(|b| events.push(std::slice::from_ref(b))).collect();
+    assert_eq!(found, vec!["{\"jsonrpc\":\"2.0\",\"id\":8,\n\"result\":{\"t\":\"\u{fffd}\"}}".to_owned()]);
 }
