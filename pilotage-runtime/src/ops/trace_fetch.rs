@@ -117,3 +117,54 @@ pub fn fetch(
         narration: None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::fetch;
+    use crate::model::declaration::TraceLevel;
+    use crate::model::errors::ErrorKind;
+    use crate::model::outcome::Outcome;
+    use crate::model::trace::TraceStep;
+    use crate::state::runs::RunRecord;
+
+    fn record(steps: Box<serde_json::value::RawValue>) -> RunRecord {
+        RunRecord {
+            run_id: "run_1".into(),
+            owner: "me".into(),
+            language: "l/v1".into(),
+            outcome: Outcome::success(),
+            output: Some(RunRecord::text(&json!({"rows": [1, 2]}))),
+            level: TraceLevel::Full,
+            steps,
+            stats: None,
+        }
+    }
+
+    /// A kept record reads back at the level asked; text a store answered that is not a
+    /// record's steps is the store's fault, told as `internal`, never an empty trace.
+    #[test]
+    fn a_kept_record_reads_back_and_unreadable_text_is_an_internal_error() {
+        let step = TraceStep {
+            id: "s1".into(),
+            calls: None,
+            input: Some(json!({"q": 1})),
+            output: Some(json!([1, 2])),
+            outcome: Outcome::success(),
+            t_ms: None,
+            decisions: None,
+        };
+        let kept = record(RunRecord::steps_text(std::slice::from_ref(&step), TraceLevel::Full));
+        let full = fetch(Some(kept.clone()), "me", None).unwrap();
+        assert_eq!(full.trace.steps, vec![step.clone()]);
+        assert_eq!(full.output, Some(json!({"rows": [1, 2]})));
+        let summary = fetch(Some(kept.clone()), "me", Some(TraceLevel::Summary)).unwrap();
+        assert_eq!(summary.trace.steps[0].input, None);
+        assert_eq!(fetch(Some(kept), "someone else", None).unwrap_err().error.kind, ErrorKind::NotFound);
+        let garbled = record(RunRecord::text(&json!([{"id": 1}])));
+        let error = fetch(Some(garbled), "me", None).unwrap_err();
+        assert_eq!(error.error.kind, ErrorKind::Internal);
+        assert_eq!(error.error.message, "the record of run run_1 could not be read back from the store");
+    }
+}
