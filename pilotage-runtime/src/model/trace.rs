@@ -9,10 +9,12 @@ use super::declaration::TraceLevel;
 use super::moved::written_with;
 use super::outcome::Outcome;
 
-/// Deserialize an optional "any" member so that a present `null` stays `Some(Value::Null)`:
-/// absent and `null` are different facts in a trace.
-pub(crate) fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(d).map(Some)
+/// Deserialize an optional "any" member so that a present `null` stays `Some(Value::Null)` (or
+/// its text, `null`, for a kept record): absent and `null` are different facts in a trace.
+pub(crate) fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
 /// One control-flow decision.
@@ -159,25 +161,34 @@ pub fn render_steps_owned(steps: Vec<TraceStep>, level: TraceLevel) -> Vec<Trace
 /// A step as [`render_steps`] renders it at `level`, borrowed where rendering leaves it as it
 /// is (a step that is not control flow, at `full`).
 pub(crate) fn render_step_ref(s: &TraceStep, level: TraceLevel) -> std::borrow::Cow<'_, TraceStep> {
-    if !s.is_control_flow() && level != TraceLevel::Summary {
+    if rendered_as_is(s, level) {
         return std::borrow::Cow::Borrowed(s);
     }
-    let mut bare = s.clone_bare();
-    if !s.is_control_flow() {
-        bare.output = s.output.as_ref().map(truncate_output);
-    }
-    std::borrow::Cow::Owned(bare)
+    std::borrow::Cow::Owned(TraceStep { output: rendered_output(s), ..s.clone_bare() })
 }
 
-fn render_step(mut s: TraceStep, level: TraceLevel) -> TraceStep {
-    if s.is_control_flow() {
-        s.input = None;
-        s.output = None;
-    } else if level == TraceLevel::Summary {
-        s.input = None;
-        s.output = s.output.as_ref().map(truncate_output);
+fn render_step(s: TraceStep, level: TraceLevel) -> TraceStep {
+    if rendered_as_is(&s, level) {
+        return s;
     }
-    s
+    let output = rendered_output(&s);
+    TraceStep { input: None, output, ..s }
+}
+
+/// Whether rendering at `level` leaves `s` as it is: a step that is not control flow, at `full`.
+/// Any other step loses its input and keeps [`rendered_output`].
+fn rendered_as_is(s: &TraceStep, level: TraceLevel) -> bool {
+    !s.is_control_flow() && level != TraceLevel::Summary
+}
+
+/// The output a step that rendering changes keeps: none for control flow, the truncated form
+/// otherwise (at `summary`).
+fn rendered_output(s: &TraceStep) -> Option<Value> {
+    if s.is_control_flow() {
+        None
+    } else {
+        s.output.as_ref().map(truncate_output)
+    }
 }
 
 /// The trace fetch response.

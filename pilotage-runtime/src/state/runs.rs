@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::engine::memory::{block, value_memory};
 use crate::model::declaration::TraceLevel;
 use crate::model::outcome::Outcome;
-use crate::model::trace::{render_step_ref, TraceStep};
+use crate::model::trace::{present, render_step_ref, TraceStep};
 
 /// A stored Run: the trace envelope as recorded, at the Language's ceiling.
 ///
@@ -35,7 +35,7 @@ pub struct RunRecord {
     /// Outcome.
     pub outcome: Outcome,
     /// Output, where retained, as its JSON text.
-    #[serde(default, deserialize_with = "present_text")]
+    #[serde(default, deserialize_with = "present")]
     pub output: Option<Box<RawValue>>,
     /// Level recorded.
     pub level: TraceLevel,
@@ -60,12 +60,6 @@ impl PartialEq for RunRecord {
             && self.steps.get() == other.steps.get()
             && self.stats == other.stats
     }
-}
-
-/// A member present in the text is kept, `null` included (as [`present`](crate::model::trace)
-/// does for values).
-fn present_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
-    Box::<RawValue>::deserialize(d).map(Some)
 }
 
 impl RunRecord {
