@@ -4,7 +4,10 @@
 //! whichever of the handler's futures the request needs, so it is as large as the largest of
 //! them, for every request. The operations' state inline in `call_tool` once cost a trivial
 //! call 80 000 instructions of copying, more than the rest of the call. The handler boxes its
-//! large futures, so each stays a few hundred bytes whatever the operations hold.
+//! large futures, so each stays a few hundred bytes whatever the operations hold; and what it
+//! boxes, one call's state, is copied whole once more as it is boxed and stays a few kilobytes:
+//! the request's wrappers lend or wrap the futures they are given rather than holding them twice,
+//! as an `async fn` holds its arguments, and the largest operation (execute) is boxed on its own.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -25,10 +28,18 @@ use support::{scenario, Conn};
 /// The largest handler future a test may see, in bytes (unoptimised builds).
 const BOUND: usize = 1024;
 
-/// A server's own handler, recording the size of the largest future it makes.
+/// The most bytes of state a `tools/call` may carry in the box `call_tool` puts it in
+/// (unoptimised builds). About 3,900 today; it was 12,600 while the request
+/// wrappers were `async fn`s holding the futures they were given twice, and every call copies
+/// it whole at least once.
+const STATE_BOUND: usize = 6 * 1024;
+
+/// A server's own handler, recording the size of the largest future it makes and of the
+/// largest state a `tools/call` carries.
 struct Measured {
     inner: PilotageHandler,
     largest: Arc<AtomicUsize>,
+    state: Arc<AtomicUsize>,
 }
 
 impl Measured {
@@ -45,6 +56,7 @@ impl Measured {
             size_of_val(&inner.on_custom_request(CustomRequest::new("m", None), c())),
         ];
         self.largest.fetch_max(sizes.into_iter().max().unwrap_or(0), Ordering::SeqCst);
+        self.state.fetch_max(inner.call_state_bytes(request.clone(), c()), Ordering::SeqCst);
     }
 }
 
@@ -85,10 +97,12 @@ impl ServerHandler for Measured {
 async fn the_handler_futures_stay_small() {
     let server =
         pilotage::Server::builder().name("test", "0").language(workflow::Workflow::new).build().unwrap();
-    let largest = Arc::new(AtomicUsize::new(0));
-    let mut conn = Conn::duplex_handler(Measured { inner: server.handler(), largest: largest.clone() });
+    let (largest, state) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let measured = Measured { inner: server.handler(), largest: largest.clone(), state: state.clone() };
+    let mut conn = Conn::duplex_handler(measured);
     scenario::full_loop(&mut conn).await;
-    let largest = largest.load(Ordering::SeqCst);
+    let (largest, state) = (largest.load(Ordering::SeqCst), state.load(Ordering::SeqCst));
     assert!(largest > 0, "no tools/call was measured");
     assert!(largest <= BOUND, "a handler future is {largest} bytes; the bound is {BOUND}");
+    assert!(state <= STATE_BOUND, "a tools/call carries {state} bytes of state; the bound is {STATE_BOUND}");
 }

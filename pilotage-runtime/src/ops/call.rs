@@ -30,10 +30,18 @@ tokio::task_local! {
 
 /// Run `work` (one request), counting the time its engine calls wait for a slot and the waits
 /// its engine reports ([`add_queued`]); with the total.
-pub(crate) async fn queue_counted<T>(work: impl std::future::Future<Output = T>) -> (T, Duration) {
+///
+/// A plain function over `work`'s future, not an `async fn`: an `async fn` holds the future it
+/// is given twice (as its argument and as what it awaits), and a request's future is copied
+/// whole several times on its way (`tests/it/request_futures.rs`).
+pub(crate) fn queue_counted<T>(
+    work: impl std::future::Future<Output = T>,
+) -> impl std::future::Future<Output = (T, Duration)> {
+    use futures::FutureExt;
     let total = Arc::new(AtomicU64::new(0));
-    let out = QUEUED.scope(total.clone(), work).await;
-    (out, Duration::from_micros(total.load(Ordering::Relaxed)))
+    QUEUED
+        .scope(total.clone(), work)
+        .map(move |out| (out, Duration::from_micros(total.load(Ordering::Relaxed))))
 }
 
 /// Add `waited` to this request's queue time; the request's total so far (`None` outside
@@ -47,11 +55,13 @@ pub(crate) fn add_queued(waited: Duration) -> Option<Duration> {
 
 /// Run `work` with its engine calls waiting for a slot until `until` (when later than their
 /// own bound): for a task, which waits for a slot within its time to live instead of failing.
-pub(crate) async fn waiting_until<T>(
+///
+/// A plain function, as [`queue_counted`] is, for the same reason.
+pub(crate) fn waiting_until<T>(
     until: tokio::time::Instant,
     work: impl std::future::Future<Output = T>,
-) -> T {
-    WAIT_UNTIL.scope(until, work).await
+) -> impl std::future::Future<Output = T> {
+    WAIT_UNTIL.scope(until, work)
 }
 
 /// How an engine call ended without a value.

@@ -53,20 +53,21 @@ impl Watch {
 
     /// Await `work` (the engine call), meanwhile firing `recorder`'s signal when the client
     /// cancels and passing ticks on; the ticks left when it ends are sent before returning.
+    /// `work` is lent pinned where the caller made it, not given: a future taken by value an
+    /// `async fn` holds twice.
     pub async fn around<T>(
         &self,
         run_id: &str,
         recorder: &Recorder,
         mut ticks: Option<tokio::sync::mpsc::Receiver<Tick>>,
-        work: impl std::future::Future<Output = T>,
+        mut work: std::pin::Pin<&mut impl std::future::Future<Output = T>>,
     ) -> T {
         let never = CancellationToken::new();
         let cancel = self.cancel.as_ref().unwrap_or(&never);
         let mut fired = false;
-        tokio::pin!(work);
         let out = loop {
             tokio::select! {
-                out = &mut work => break out,
+                out = work.as_mut() => break out,
                 _ = cancel.cancelled(), if !fired => {
                     fired = true;
                     recorder.cancel();

@@ -77,6 +77,18 @@ impl PilotageHandler {
         })
     }
 
+    /// Bytes of the state one `tools/call` carries: the future [`ServerHandler::call_tool`]
+    /// boxes, made and dropped unpolled. For the test that keeps it small
+    /// (`tests/it/request_futures.rs`); not part of the API.
+    #[doc(hidden)]
+    pub fn call_state_bytes(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> usize {
+        std::mem::size_of_val(&self.call(request, context))
+    }
+
     /// One `tools/call`: a task where the client asked for one, else the routed call under
     /// its span, logged once.
     async fn call(

@@ -75,7 +75,9 @@ async fn routed(
                         Reply::moved(validated, ops::validate::summary, ValidateResponse::into_value)
                     }
                     Stage::Execute => {
-                        let executed = ops::execute::execute(ctx(l), args, watch).await;
+                        // Boxed: the largest operation's state, which every other call's
+                        // future would otherwise carry (and copy) too.
+                        let executed = Box::pin(ops::execute::execute(ctx(l), args, watch)).await;
                         Reply::moved(executed, ops::execute::summary, ExecuteResponse::into_value)
                     }
                 }

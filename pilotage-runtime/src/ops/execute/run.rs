@@ -155,7 +155,8 @@ impl Attempt<'_> {
             started(&run_id, &recorder);
         }
         let ticks = watch.observe(&recorder, planned, limits.max_steps);
-        let engine = call_engine(ctx, &call, request, recorder.clone(), confirm);
+        // Pinned here and lent to the watch: a future it took by value it would hold twice.
+        let engine = std::pin::pin!(call_engine(ctx, &call, request, recorder.clone(), confirm));
         let ended = watch.around(&run_id, &recorder, ticks, engine).await?;
         if recorder.moved() && !matches!(ended, Ended::Panicked) {
             // The call's time was charged from its start (after any wait for a slot).
