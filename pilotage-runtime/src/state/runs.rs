@@ -1,7 +1,6 @@
 //! Run records (Part II §6.6, §8) and the bounded in-memory store of `"session"` retention
 //! (duration retention keeps them in the deployment's [`SharedState`](super::SharedState)).
 
-use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::mem::size_of;
 use std::sync::Mutex;
@@ -86,8 +85,7 @@ impl RunRecord {
     /// assert!(!summary.get().contains("input"));
     /// ```
     pub fn steps_text(steps: &[TraceStep], level: TraceLevel) -> Box<RawValue> {
-        let rendered: Vec<Cow<'_, TraceStep>> = steps.iter().map(|s| render_step_ref(s, level)).collect();
-        text_of(&rendered)
+        text_of(&Rendered { steps, level })
     }
 
     /// The JSON text of `value`.
@@ -140,6 +138,19 @@ impl RunRecord {
 
 /// The JSON text of `value` (`null` where it cannot be written, which steps and JSON values
 /// never are).
+/// Steps written as [`render_step_ref`] renders them at `level`, one at a time as they are
+/// serialised: nothing is collected first.
+struct Rendered<'a> {
+    steps: &'a [TraceStep],
+    level: TraceLevel,
+}
+
+impl Serialize for Rendered<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.steps.iter().map(|s| render_step_ref(s, self.level)))
+    }
+}
+
 fn text_of<T: Serialize + ?Sized>(value: &T) -> Box<RawValue> {
     serde_json::value::to_raw_value(value).unwrap_or_default()
 }
