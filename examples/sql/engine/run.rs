@@ -148,11 +148,11 @@ pub fn execute(db: &Mutex<Db>, program: &Json, run: &mut Run<SqlStatus>) -> (Fin
         return (Finish::error("the input does not bind"), false);
     };
 
-    if let Err(e) = db.admin(|c| c.execute_batch("BEGIN IMMEDIATE")) {
+    if let Err(e) = db.control("BEGIN IMMEDIATE") {
         return (Finish::error(format!("cannot open the transaction: {e}")), false);
     }
     let rollback = |db: &Db| {
-        let _ = db.admin(|c| c.execute_batch("ROLLBACK"));
+        let _ = db.control("ROLLBACK");
         db.set_deadline(None);
     };
     db.set_deadline(Some(Instant::now() + TIME_LIMIT));
@@ -174,7 +174,15 @@ pub fn execute(db: &Mutex<Db>, program: &Json, run: &mut Run<SqlStatus>) -> (Fin
         let input = json!({"sql": stmt.sql, "params": used});
         match statement(&db, stmt, &params) {
             Ok(output) => {
-                run.step(&stmt.id).input(input).output(output.clone()).succeeded();
+                // Only the last statement's output is the run's: the others move into their
+                // step.
+                let output = if i + 1 == checked.len() {
+                    run.step(&stmt.id).input(input).output(output.clone()).succeeded();
+                    output
+                } else {
+                    run.step(&stmt.id).input(input).output(output).succeeded();
+                    Json::Null
+                };
                 for (k, r) in analysis.refs.iter().enumerate() {
                     run.step(&format!("{}.ref-{}", stmt.id, k + 1))
                         .calls(r.entry.clone())
@@ -197,7 +205,7 @@ pub fn execute(db: &Mutex<Db>, program: &Json, run: &mut Run<SqlStatus>) -> (Fin
         }
     }
     db.set_deadline(None);
-    if let Err(e) = db.admin(|c| c.execute_batch("COMMIT")) {
+    if let Err(e) = db.control("COMMIT") {
         rollback(&db);
         return (
             Finish::partial(format!(
