@@ -175,14 +175,10 @@ pub fn execute(db: &Mutex<Db>, program: &Json, run: &mut Run<SqlStatus>) -> (Fin
         match statement(&db, stmt, &params) {
             Ok(output) => {
                 // Only the last statement's output is the run's: the others move into their
-                // step.
-                let output = if i + 1 == checked.len() {
-                    run.step(&stmt.id).input(input).output(output.clone()).succeeded();
-                    output
-                } else {
-                    run.step(&stmt.id).input(input).output(output).succeeded();
-                    Json::Null
-                };
+                // step uncopied.
+                let (recorded, output) =
+                    if i + 1 == checked.len() { (output.clone(), output) } else { (output, Json::Null) };
+                run.step(&stmt.id).input(input).output(recorded).succeeded();
                 for (k, r) in analysis.refs.iter().enumerate() {
                     run.step(&format!("{}.ref-{}", stmt.id, k + 1))
                         .calls(r.entry.clone())

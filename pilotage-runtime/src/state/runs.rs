@@ -136,8 +136,6 @@ impl RunRecord {
     }
 }
 
-/// The JSON text of `value` (`null` where it cannot be written, which steps and JSON values
-/// never are).
 /// Steps written as [`render_step_ref`] renders them at `level`, one at a time as they are
 /// serialised: nothing is collected first.
 struct Rendered<'a> {
@@ -151,6 +149,8 @@ impl Serialize for Rendered<'_> {
     }
 }
 
+/// The JSON text of `value` (`null` where it cannot be written, which steps and JSON values
+/// never are).
 fn text_of<T: Serialize + ?Sized>(value: &T) -> Box<RawValue> {
     serde_json::value::to_raw_value(value).unwrap_or_default()
 }
