@@ -16,6 +16,7 @@ use crate::model::trace::{self, Trace, TraceLevelWire, TraceStep};
 use crate::ops::lookup::{self as catalog, ListQuery};
 use crate::ops::validate::{self, Derivation};
 use crate::state::catalog_history::changed_since;
+#[cfg(feature = "sqlite")]
 use crate::state::runs::RunRecord;
 #[cfg(feature = "sqlite")]
 use crate::state::{SharedState, SqliteState};
@@ -664,45 +665,6 @@ fn a_run_records_until_its_budget_or_signal_and_then_is_inert() {
     run.step("b").succeeded();
     assert_eq!(recorder.steps().len(), 1);
     assert!(!recorder.exceeded(), "a cancelled run did not exceed its step bound");
-}
-
-#[test]
-fn session_run_stores_evict_the_oldest_past_their_caps() {
-    use crate::state::MemoryRunStore;
-    let record = |id: &str, text: &str| RunRecord {
-        run_id: id.into(),
-        owner: "o".into(),
-        language: "l/v1".into(),
-        outcome: crate::model::outcome::Outcome::success(),
-        output: Some(RunRecord::text(&json!(text))),
-        level: crate::model::declaration::TraceLevel::Full,
-        steps: RunRecord::steps_text(&[], crate::model::declaration::TraceLevel::Full),
-        stats: None,
-    };
-    let by_count = MemoryRunStore::bounded(2, usize::MAX);
-    for id in ["r1", "r2", "r3"] {
-        by_count.put(record(id, ""), std::time::Duration::MAX).unwrap();
-    }
-    assert!(by_count.get("r1").is_none() && by_count.get("r2").is_some() && by_count.get("r3").is_some());
-    assert_eq!(by_count.held().0, 2);
-    // A record's size is the memory it holds: its text and its own fields.
-    let probe = MemoryRunStore::bounded(100, usize::MAX);
-    probe.put(record("r1", &"x".repeat(100)), std::time::Duration::MAX).unwrap();
-    let size = probe.held().1;
-    assert!(size > crate::engine::call::json_size(&record("r1", &"x".repeat(100))), "{size}");
-    let by_bytes = MemoryRunStore::bounded(100, 2 * size);
-    for id in ["r1", "r2", "r3"] {
-        by_bytes.put(record(id, &"x".repeat(100)), std::time::Duration::MAX).unwrap();
-    }
-    assert_eq!(by_bytes.held(), (2, 2 * size));
-    assert!(by_bytes.get("r1").is_none());
-    // A record larger than the whole bound is kept alone (its Run's budget bounded it).
-    by_bytes.put(record("r4", &"x".repeat(10 * size)), std::time::Duration::MAX).unwrap();
-    assert!(by_bytes.get("r4").is_some() && by_bytes.get("r3").is_none() && by_bytes.get("r2").is_none());
-    assert_eq!(by_bytes.held().0, 1);
-    by_bytes.put(record("r5", &"x".repeat(100)), std::time::Duration::MAX).unwrap();
-    assert_eq!(by_bytes.held(), (1, size), "the next record evicts it");
-    assert!(by_bytes.get("r5").is_some());
 }
 
 /// A finished run of owner `o` without output, as the store tests keep it.

@@ -52,9 +52,9 @@ pub fn value_memory(v: &Value) -> usize {
 }
 
 /// Bytes one trace step holds in memory: its entry, its strings, its input and output and its
-/// decisions. What a Run is charged for each step it records, and what a kept record counts
-/// for it (`RunRecord::memory`, in the state room), so that a run within
-/// its budget has a record within it too.
+/// decisions. What a Run is charged for each step it records: at least the length of the
+/// step's text, which is what a kept record holds of it (`MemoryRunStore`, in the state room),
+/// so that a run within its budget has a record within it too.
 pub(crate) fn step_memory(step: &crate::model::trace::TraceStep) -> usize {
     let text = |s: &str| block(s.len());
     let value = |v: Option<&Value>| v.map_or(0, value_memory);

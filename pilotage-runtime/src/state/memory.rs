@@ -219,7 +219,7 @@ impl SharedState for MemoryState {
     }
 
     async fn put_run(&self, record: &RunRecord, keep_for: Duration) -> StoreResult<()> {
-        self.runs.put(record.clone(), keep_for).map_err(super::shared::StoreError)
+        self.runs.put(record, keep_for).map_err(super::shared::StoreError)
     }
 
     async fn get_run(&self, owner: &str, run_id: &str) -> StoreResult<Option<RunRecord>> {
@@ -284,7 +284,7 @@ impl SharedState for MemoryState {
             _ => return Ok(Tenure::Lost),
         };
         if let Some(run) = run {
-            self.runs.put(run.record.clone(), run.keep_for).map_err(super::shared::StoreError)?;
+            self.runs.put(run.record, run.keep_for).map_err(super::shared::StoreError)?;
         }
         let (token, bytes) = (token.to_owned(), crate::engine::memory::value_memory(response));
         let slot =

@@ -73,6 +73,16 @@ async fn runs_are_scoped_by_owner_and_expire(store: &dyn SharedState, me: &str) 
     assert_eq!(store.get_run(me, &format!("run_{me}_never")).await.unwrap(), None, "unknown: none");
     store.put_run(&record(&b, me), Duration::ZERO).await.unwrap();
     assert_eq!(store.get_run(me, &b).await.unwrap(), None, "past retention: none");
+    // No output and a `null` output are different facts, and read back so.
+    let (none, null) = (format!("run_{me}_none"), format!("run_{me}_null"));
+    let without = RunRecord { output: None, ..record(&none, me) };
+    let with_null = RunRecord { output: Some(RunRecord::text(&json!(null))), ..record(&null, me) };
+    for kept in [&without, &with_null] {
+        store.put_run(kept, HOUR).await.unwrap();
+        assert_eq!(store.get_run(me, &kept.run_id).await.unwrap().as_ref(), Some(kept));
+    }
+    let fetched = store.get_run(me, &null).await.unwrap().map(|r| r.output().unwrap());
+    assert_eq!(fetched, Some(Some(json!(null))));
 }
 
 fn task(task_id: &str, owner: &str, ttl_ms: u64) -> TaskRecord {

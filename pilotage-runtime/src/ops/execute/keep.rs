@@ -48,7 +48,7 @@ async fn put(ctx: Ctx<'_>, record: RunRecord, place: Place, deadline: Instant) -
             retrying(deadline, || state.put_run(&record, keep_for)).await.map_err(|e| e.to_string())
         }
         Place::Session => match ctx.session.runs.get(ctx.index) {
-            Some(runs) => runs.put(record, Duration::MAX),
+            Some(runs) => runs.put(&record, Duration::MAX),
             None => Err("no session run store".to_owned()),
         },
     }
