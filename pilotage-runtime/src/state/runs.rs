@@ -134,12 +134,12 @@ fn text_of<T: Serialize + ?Sized>(value: &T) -> Box<RawValue> {
 /// records are evicted (a fetch of an evicted run is `not_found`, which retention allows).
 ///
 /// Records are written, as their JSON text, one after another into blocks the store allocates
-/// (each up to [`MAX_BLOCK`] bytes, twice the last one's size, and a record larger than that in
-/// a block of its own), and a block is freed when its last record is evicted, oldest first.
+/// (1 KiB first, each next one twice the last one's size up to [`MAX_BLOCK`], and a record
+/// larger than that in a block of its own), and a block is freed when its last record is evicted, oldest first.
 /// Holding a record is therefore not holding allocations of its own among the server's
 /// short-lived ones, where on the system allocator they leave holes the heap cannot give back:
 /// the `sql` example's server (`benches/fair`, 64 sessions that each keep 1,000 Runs) peaked at
-/// 274 MB resident this way, 437 MB with each record's own allocations. What the store counts
+/// 281 MB resident this way, 437 MB with each record's own allocations. What the store counts
 /// against its byte bound is what it allocates: its blocks, whole, and its entries and index.
 ///
 /// ```
@@ -173,8 +173,9 @@ pub struct MemoryRunStore {
 /// of the usual few kilobytes, small enough that a session keeping few runs holds little.
 pub const MAX_BLOCK: usize = 256 << 10;
 
-/// A store's first block, unless its byte bound is smaller.
-const FIRST_BLOCK: usize = 4 << 10;
+/// A store's first block, unless its byte bound is smaller or its first record larger: small,
+/// so that a session that keeps one Run holds about that Run.
+const FIRST_BLOCK: usize = 1 << 10;
 
 /// Where one record is written: its run id's bytes, then its JSON text.
 struct Entry {
@@ -426,39 +427,56 @@ mod tests {
 
     #[test]
     fn records_share_blocks_that_double_and_a_block_goes_with_its_last_record() {
-        // 1,000-byte records: four fit the first block of 4 KiB, eight the next of 8 KiB.
-        let rec = |i: usize| {
+        // 256-byte records: four fit the first block of 1 KiB, eight the next of 2 KiB.
+        let sized = |i: usize, size: usize| {
             let id = format!("run_{i:03}");
             let bare = written(&record(&id, ""));
-            record(&id, &"x".repeat(1_000 - bare))
+            record(&id, &"x".repeat(size - bare))
         };
-        assert_eq!(written(&rec(1)), 1_000);
+        let rec = |i: usize| sized(i, 256);
+        assert_eq!(written(&rec(1)), 256);
         let store = MemoryRunStore::bounded(5, usize::MAX);
         for i in 1..=5 {
             store.put(&rec(i), Duration::MAX).unwrap();
         }
-        assert_eq!(blocks(&store), (5, block(4_096) + block(8_192)));
+        assert_eq!(blocks(&store), (5, block(1_024) + block(2_048)));
         // Records 1 to 3 evicted: the first block still holds record 4.
         for i in 6..=8 {
             store.put(&rec(i), Duration::MAX).unwrap();
         }
-        assert_eq!(blocks(&store), (5, block(4_096) + block(8_192)));
+        assert_eq!(blocks(&store), (5, block(1_024) + block(2_048)));
         // Record 4 evicted: its block is freed.
         store.put(&rec(9), Duration::MAX).unwrap();
-        assert_eq!(blocks(&store), (5, block(8_192)));
+        assert_eq!(blocks(&store), (5, block(2_048)));
         let names: Vec<String> = (1..=9).map(|i| format!("run_{i:03}")).collect();
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         assert_eq!(ids(&store, &names), [false, false, false, false, true, true, true, true, true]);
         assert_eq!(store.get("run_009"), Some(rec(9)));
-        // The blocks grow to MAX_BLOCK, no further.
+        // A first record larger than the first block: a block of its size.
+        let store = MemoryRunStore::bounded(5, usize::MAX);
+        store.put(&sized(1, 3_000), Duration::MAX).unwrap();
+        assert_eq!(blocks(&store), (1, block(3_000)));
+        // The blocks grow to MAX_BLOCK, no further (1,000-byte records).
         let store = MemoryRunStore::bounded(1_000, usize::MAX);
         for i in 0..1_000 {
-            store.put(&rec(i), Duration::MAX).unwrap();
+            store.put(&sized(i, 1_000), Duration::MAX).unwrap();
         }
         let sizes: Vec<usize> = store.held.lock().unwrap().blocks.iter().map(Vec::capacity).collect();
         assert_eq!(
             sizes,
-            [4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 256 << 10, 256 << 10]
+            [
+                1 << 10,
+                2 << 10,
+                4 << 10,
+                8 << 10,
+                16 << 10,
+                32 << 10,
+                64 << 10,
+                128 << 10,
+                256 << 10,
+                256 << 10,
+                256 << 10
+            ]
         );
     }
 
