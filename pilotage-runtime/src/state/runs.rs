@@ -22,8 +22,8 @@ use crate::model::trace::{present, render_step_ref, TraceStep};
 /// Its output and steps are kept as their JSON text ([`RawValue`]), written once when the Run
 /// ends: a record is one block of text rather than a tree of values, so keeping it costs one
 /// serialisation instead of a copy of every value, it holds about the memory of its text
-/// (where a tree of values is several times that), evicting it frees one block, and a store
-/// that writes it out copies the text as it is. A trace fetch reads it back
+/// (where a tree of values is several times that), and a store that writes it out copies the
+/// text as it is. A trace fetch reads it back
 /// ([`RunRecord::steps`], [`RunRecord::output`]).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunRecord {
@@ -186,8 +186,6 @@ struct Entry {
     id_end: usize,
     end: usize,
     until: Option<Instant>,
-    /// Not replaced by a later record of the same run id.
-    live: bool,
 }
 
 #[derive(Default)]
@@ -195,7 +193,8 @@ struct Held {
     /// Every record written and not evicted, oldest first; `first` is the number of the front.
     entries: VecDeque<Entry>,
     first: u64,
-    /// The numbers of the live entries, by their run id's hash.
+    /// The numbers of the entries not replaced by a later record of the same run id, by their
+    /// run id's hash.
     index: HashTable<u64>,
     /// The blocks, oldest first; `first_block` is the number of the front.
     blocks: VecDeque<Vec<u8>>,
@@ -222,21 +221,26 @@ impl Held {
             self.blocks.reserve(1);
         }
         let Held { index, entries, first, .. } = self;
-        index.reserve(1, |&n| hash_at(entries, *first, n));
+        index.reserve(1, |&n| hash_of(entries, *first, n));
     }
 
     fn entry(&self, number: u64) -> Option<&Entry> {
-        self.entries.get(usize::try_from(number.checked_sub(self.first)?).ok()?)
+        nth(&self.entries, self.first, number)
     }
 
-    fn text(&self, entry: &Entry) -> Option<&[u8]> {
-        let block = usize::try_from(entry.block.checked_sub(self.first_block)?).ok()?;
-        self.blocks.get(block)?.get(entry.start..entry.end)
+    /// The number of the entry `run_id` (of `hash`) answers to.
+    fn find(&self, hash: u64, run_id: &str) -> Option<u64> {
+        self.index.find(hash, |&n| self.id_of(n) == Some(run_id.as_bytes())).copied()
+    }
+
+    /// The block `entry` is written in.
+    fn block_of(&self, entry: &Entry) -> Option<&[u8]> {
+        self.blocks.get(usize::try_from(entry.block.checked_sub(self.first_block)?).ok()?).map(Vec::as_slice)
     }
 
     fn id_of(&self, number: u64) -> Option<&[u8]> {
         let entry = self.entry(number)?;
-        self.text(entry)?.get(..entry.id_end - entry.start)
+        self.block_of(entry)?.get(entry.start..entry.id_end)
     }
 
     /// Evicts the oldest record and frees the blocks no record is written in any more (all of
@@ -245,10 +249,9 @@ impl Held {
         let Some(oldest) = self.entries.pop_front() else { return false };
         let number = self.first;
         self.first += 1;
-        if oldest.live {
-            if let Ok(found) = self.index.find_entry(oldest.hash, |&n| n == number) {
-                found.remove();
-            }
+        // Absent where a later record of the same run id replaced it.
+        if let Ok(found) = self.index.find_entry(oldest.hash, |&n| n == number) {
+            found.remove();
         }
         let in_use = self.entries.front().map_or(u64::MAX, |e| e.block);
         while self.first_block < in_use {
@@ -259,29 +262,24 @@ impl Held {
         true
     }
 
-    /// Marks the live record of `run_id`, if any, replaced.
+    /// Takes the record of `run_id`, if any, out of the index: replaced, its text stays written
+    /// until the oldest records go past it.
     fn replace(&mut self, hash: u64, run_id: &str) {
-        let Held { index, entries, blocks, first, first_block, .. } = self;
-        let at = |n: u64| usize::try_from(n.checked_sub(*first)?).ok();
-        let same = |&n: &u64| {
-            let Some(e) = at(n).and_then(|i| entries.get(i)) else { return false };
-            let block = e.block.checked_sub(*first_block).and_then(|b| blocks.get(usize::try_from(b).ok()?));
-            block.and_then(|b| b.get(e.start..e.id_end)) == Some(run_id.as_bytes())
-        };
-        if let Ok(found) = index.find_entry(hash, same) {
-            let (number, _) = found.remove();
-            if let Some(e) = at(number).and_then(|i| entries.get_mut(i)) {
-                e.live = false;
-            }
+        let Some(number) = self.find(hash, run_id) else { return };
+        if let Ok(found) = self.index.find_entry(hash, |&n| n == number) {
+            found.remove();
         }
     }
 }
 
-/// The hash of entry `number` among `entries` whose front is `first` (what the index rehashes
-/// by when it grows).
-fn hash_at(entries: &VecDeque<Entry>, first: u64, number: u64) -> u64 {
-    let at = number.checked_sub(first).and_then(|i| usize::try_from(i).ok());
-    at.and_then(|i| entries.get(i)).map_or(0, |e| e.hash)
+/// Entry `number` among `entries` whose front is `first`.
+fn nth(entries: &VecDeque<Entry>, first: u64, number: u64) -> Option<&Entry> {
+    entries.get(usize::try_from(number.checked_sub(first)?).ok()?)
+}
+
+/// The hash of entry `number` (what the index rehashes by when it grows).
+fn hash_of(entries: &VecDeque<Entry>, first: u64, number: u64) -> u64 {
+    nth(entries, first, number).map_or(0, |e| e.hash)
 }
 
 impl MemoryRunStore {
@@ -358,9 +356,9 @@ impl MemoryRunStore {
         let (id_end, end) = (start + record.run_id.len(), text.len());
         let until = Instant::now().checked_add(keep_for);
         let number = held.first + held.entries.len() as u64;
-        held.entries.push_back(Entry { hash, block, start, id_end, end, until, live: true });
+        held.entries.push_back(Entry { hash, block, start, id_end, end, until });
         let Held { index, entries, first, .. } = &mut *held;
-        index.insert_unique(hash, number, |&n| hash_at(entries, *first, n));
+        index.insert_unique(hash, number, |&n| hash_of(entries, *first, n));
         Ok(())
     }
 
@@ -368,13 +366,11 @@ impl MemoryRunStore {
     pub fn get(&self, run_id: &str) -> Option<RunRecord> {
         let hash = self.hasher.hash_one(run_id);
         let held = self.held.lock().ok()?;
-        let number = *held.index.find(hash, |&n| held.id_of(n) == Some(run_id.as_bytes()))?;
-        let entry = held.entry(number)?;
+        let entry = held.entry(held.find(hash, run_id)?)?;
         if entry.until.is_some_and(|u| u <= Instant::now()) {
             return None;
         }
-        let text = held.text(entry)?.get(entry.id_end - entry.start..)?;
-        serde_json::from_slice(text).ok()
+        serde_json::from_slice(held.block_of(entry)?.get(entry.id_end..entry.end)?).ok()
     }
 }
 
