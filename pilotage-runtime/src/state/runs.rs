@@ -362,15 +362,19 @@ impl MemoryRunStore {
         Ok(())
     }
 
-    /// The record `run_id`, while within its retention.
+    /// The record `run_id`, while within its retention. Its text is copied out under the lock
+    /// and read after it, so that a large record's parse never holds up the session's puts.
     pub fn get(&self, run_id: &str) -> Option<RunRecord> {
         let hash = self.hasher.hash_one(run_id);
-        let held = self.held.lock().ok()?;
-        let entry = held.entry(held.find(hash, run_id)?)?;
-        if entry.until.is_some_and(|u| u <= Instant::now()) {
-            return None;
-        }
-        serde_json::from_slice(held.block_of(entry)?.get(entry.id_end..entry.end)?).ok()
+        let text = {
+            let held = self.held.lock().ok()?;
+            let entry = held.entry(held.find(hash, run_id)?)?;
+            if entry.until.is_some_and(|u| u <= Instant::now()) {
+                return None;
+            }
+            held.block_of(entry)?.get(entry.id_end..entry.end)?.to_vec()
+        };
+        serde_json::from_slice(&text).ok()
     }
 }
 
